@@ -1,0 +1,84 @@
+/**
+ * The ContentStore contract: immutable-by-convention objects under '/'-separated keys, with sha256
+ * computed while streaming and verified on every read. test/content/conformance.ts is its executable
+ * form; the fs and S3 engines both pass it.
+ *
+ * - put streams once: digest and size are computed in the same pass. With `expectedDigest`, a mismatch
+ *   leaves nothing at the key (IntegrityError). Past `maxBytes`, nothing is left (TooLarge). A put that
+ *   returned is durable; a put that failed left nothing visible at the key.
+ * - get verifies: the returned stream fails with IntegrityError before its end if the bytes do not
+ *   hash to `expectedDigest`; the final bytes are held back until verification passes, so a consumer
+ *   never sees a clean end of wrong bytes. A range read still hashes the whole object.
+ * - keys pass core/object-keys validateObjectKey before reaching storage.
+ */
+import type { Readable } from 'node:stream';
+import type { Digest } from '../core/digest.ts';
+
+export type StorageClass = 'STANDARD' | 'STANDARD_IA' | 'GLACIER';
+
+export type Body = AsyncIterable<Uint8Array> | Readable;
+
+export interface PutOptions {
+  expectedDigest?: Digest;
+  storageClass?: StorageClass;
+  maxBytes?: number;
+  signal?: AbortSignal;
+}
+
+export interface PutResult {
+  digest: Digest;
+  size: number;
+}
+
+export interface GetOptions {
+  /** First byte to deliver (inclusive). */
+  start?: number;
+  /** Last byte to deliver (inclusive). */
+  end?: number;
+  /** The size recorded with the digest, when known: a different size fails early. */
+  expectedSize?: number;
+}
+
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  storageClass: StorageClass;
+}
+
+export interface ListPage {
+  objects: ObjectInfo[];
+  cursor?: string;
+}
+
+export interface ContentStore {
+  /** 'fs' | 's3': diagnostics only; services never branch on it. */
+  readonly engine: string;
+  /** A stable description of the content root (directory or bucket/prefix); restores compare it. */
+  readonly location: string;
+  /** Whether the engine has real storage classes (S3) or only reports them (fs). */
+  readonly hasStorageClasses: boolean;
+
+  put(key: string, body: Body, opts?: PutOptions): Promise<PutResult>;
+  /** Rejects with NotFound when the key is absent. */
+  get(key: string, expectedDigest: Digest, opts?: GetOptions): Promise<Readable>;
+  head(key: string): Promise<ObjectInfo | undefined>;
+  /** Keys in UTF-8 byte order, at most `limit` (default 1000) a page. */
+  listPage(prefix: string, opts?: { cursor?: string; limit?: number }): Promise<ListPage>;
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+  /** Copies with verification of the source; returns the digest and size written. */
+  copy(sourceKey: string, targetKey: string, opts: { expectedDigest: Digest; storageClass?: StorageClass }): Promise<PutResult>;
+  /** Durable delete; false when nothing was there. */
+  delete(key: string): Promise<boolean>;
+  /** Removes leftovers of interrupted puts by dead writers. Returns how many were removed. */
+  cleanupInterrupted(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function* listAll(store: ContentStore, prefix: string): AsyncIterable<ObjectInfo> {
+  let cursor: string | undefined;
+  do {
+    const page = await store.listPage(prefix, cursor ? { cursor } : {});
+    yield* page.objects;
+    cursor = page.cursor;
+  } while (cursor);
+}

@@ -1,0 +1,324 @@
+/**
+ * ContentStore on a local directory. Publishing is atomic and durable: bytes go to a temp file in the
+ * target directory (O_EXCL), are hashed in the same pass, fsynced, renamed over the key, and the
+ * directory is fsynced (and so is the parent of every directory the put created). Keys reach the
+ * filesystem only through `resolve`, which validates them and refuses symlinks anywhere below the root.
+ */
+import { constants as C, type Dirent } from 'node:fs';
+import fs, { type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { type Digest, DigestAccumulator } from '../../core/digest.ts';
+import { AlpError, IntegrityError, InvalidInput, NotFound, TooLarge } from '../../core/errors.ts';
+import { randomToken } from '../../core/ids.ts';
+import { validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
+import {
+  type Body,
+  type ContentStore,
+  type GetOptions,
+  type ListPage,
+  listAll,
+  type ObjectInfo,
+  type PutOptions,
+  type PutResult,
+  type StorageClass,
+} from '../content-store.ts';
+import { VerifyingStream } from '../verify-stream.ts';
+
+const TEMP_PREFIX = '.alp-tmp-';
+const READ_CHUNK = 1 << 20;
+const FILE_MODE = 0o640;
+const DIR_MODE = 0o750;
+
+export class FsContentStore implements ContentStore {
+  readonly engine = 'fs';
+  readonly hasStorageClasses = false;
+  readonly location: string;
+
+  private constructor(private readonly root: string) {
+    this.location = `file:${root}`;
+  }
+
+  static async open(root: string): Promise<FsContentStore> {
+    await fs.mkdir(root, { recursive: true, mode: DIR_MODE });
+    return new FsContentStore(await fs.realpath(root));
+  }
+
+  async put(key: string, body: Body, opts: PutOptions = {}): Promise<PutResult> {
+    const segments = validateObjectKey(key);
+    const dir = await this.ensureDir(segments.slice(0, -1));
+    const finalPath = path.join(dir, segments[segments.length - 1] as string);
+    const tmpPath = path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
+    const fh = await fs.open(tmpPath, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
+    let closed = false;
+    try {
+      const acc = new DigestAccumulator();
+      let pending: Promise<void> = Promise.resolve();
+      for await (const chunk of body) {
+        opts.signal?.throwIfAborted();
+        const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        acc.update(buf);
+        if (opts.maxBytes !== undefined && acc.size > opts.maxBytes) {
+          throw new TooLarge(`content exceeds the limit of ${opts.maxBytes} bytes`, { limit: opts.maxBytes });
+        }
+        // Hash the next chunk while the previous one is being written.
+        await pending;
+        pending = writeAll(fh, buf);
+      }
+      await pending;
+      const digest = acc.digest();
+      if (opts.expectedDigest && opts.expectedDigest !== digest) {
+        throw new IntegrityError(`content does not match the expected digest ${opts.expectedDigest} (got ${digest})`, {
+          key,
+          expected: opts.expectedDigest,
+          actual: digest,
+        });
+      }
+      await fh.sync();
+      await fh.close();
+      closed = true;
+      await fs.rename(tmpPath, finalPath);
+      await fsyncDir(dir);
+      return { digest, size: acc.size };
+    } catch (e) {
+      if (!closed) await fh.close().catch(() => {});
+      await fs.unlink(tmpPath).catch(() => {});
+      throw e;
+    }
+  }
+
+  async get(key: string, expectedDigest: Digest, opts: GetOptions = {}): Promise<Readable> {
+    const file = await this.resolveExisting(key);
+    let fh: FileHandle;
+    try {
+      fh = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW);
+    } catch (e) {
+      throw mapFsError(e, key);
+    }
+    try {
+      const stat = await fh.stat();
+      if (!stat.isFile()) throw new NotFound(`no object at ${key}`);
+      checkRange(opts, stat.size);
+      const source = fh.createReadStream({ highWaterMark: READ_CHUNK, autoClose: true });
+      const verifier = new VerifyingStream({ key, expectedDigest, expectedSize: opts.expectedSize, start: opts.start, end: opts.end });
+      source.on('error', (e) => verifier.destroy(e));
+      verifier.on('close', () => source.destroy());
+      return source.pipe(verifier);
+    } catch (e) {
+      await fh.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    let file: string;
+    try {
+      file = await this.resolveExisting(key);
+    } catch (e) {
+      if (e instanceof NotFound) return undefined;
+      throw e;
+    }
+    const stat = await fs.lstat(file).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return undefined;
+      throw e;
+    });
+    if (!stat) return undefined;
+    if (stat.isSymbolicLink()) throw new InvalidInput(`refusing symlink at ${key}`);
+    if (!stat.isFile()) return undefined;
+    return { key, size: stat.size, storageClass: reportedClass(key) };
+  }
+
+  async listPage(prefix: string, opts: { cursor?: string; limit?: number } = {}): Promise<ListPage> {
+    validateListPrefix(prefix);
+    const limit = Math.min(Math.max(1, opts.limit ?? 1000), 1000);
+    const after = opts.cursor === undefined ? undefined : decodeListCursor(opts.cursor);
+    const slash = prefix.lastIndexOf('/');
+    const dirKey = slash >= 0 ? prefix.slice(0, slash + 1) : '';
+    const objects: ObjectInfo[] = [];
+    let more = false;
+    for await (const info of this.walk(dirKey, prefix, after)) {
+      if (objects.length === limit) {
+        more = true;
+        break;
+      }
+      objects.push(info);
+    }
+    const page: ListPage = { objects };
+    if (more) page.cursor = Buffer.from((objects[objects.length - 1] as ObjectInfo).key, 'utf8').toString('base64url');
+    return page;
+  }
+
+  list(prefix: string): AsyncIterable<ObjectInfo> {
+    return listAll(this, prefix);
+  }
+
+  async copy(sourceKey: string, targetKey: string, opts: { expectedDigest: Digest; storageClass?: StorageClass }): Promise<PutResult> {
+    const source = await this.get(sourceKey, opts.expectedDigest);
+    return this.put(targetKey, source, { expectedDigest: opts.expectedDigest });
+  }
+
+  async delete(key: string): Promise<boolean> {
+    let file: string;
+    try {
+      file = await this.resolveExisting(key);
+    } catch (e) {
+      if (e instanceof NotFound) return false;
+      throw e;
+    }
+    try {
+      await fs.unlink(file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw e;
+    }
+    await fsyncDir(path.dirname(file));
+    return true;
+  }
+
+  async cleanupInterrupted(): Promise<number> {
+    let removed = 0;
+    const visit = async (dir: string): Promise<void> => {
+      const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => [] as Dirent[]);
+      for (const e of entries) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) await visit(p);
+        else if (e.isFile() && e.name.startsWith(TEMP_PREFIX)) {
+          const pid = Number(e.name.slice(TEMP_PREFIX.length).split('-')[0]);
+          if (pid !== process.pid && !isAlive(pid)) {
+            await fs.unlink(p).catch(() => {});
+            removed++;
+          }
+        }
+      }
+    };
+    await visit(this.root);
+    return removed;
+  }
+
+  async close(): Promise<void> {}
+
+  /** Creates missing directories, fsyncing the parent of each new one, refusing symlinks on the way. */
+  private async ensureDir(dirSegments: string[]): Promise<string> {
+    let current = this.root;
+    for (const seg of dirSegments) {
+      const next = path.join(current, seg);
+      try {
+        await fs.mkdir(next, { mode: DIR_MODE });
+        await fsyncDir(current);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw mapFsError(e, dirSegments.join('/'));
+        const stat = await fs.lstat(next);
+        if (stat.isSymbolicLink()) throw new InvalidInput(`refusing symlink inside the content root at ${path.relative(this.root, next)}`);
+        if (!stat.isDirectory()) throw new InvalidInput(`${path.relative(this.root, next)} is not a directory`);
+      }
+      current = next;
+    }
+    return current;
+  }
+
+  /** Maps a key to its path, refusing any symlinked directory; NotFound when a directory is missing. */
+  private async resolveExisting(key: string): Promise<string> {
+    const segments = validateObjectKey(key);
+    let current = this.root;
+    for (const seg of segments.slice(0, -1)) {
+      current = path.join(current, seg);
+      const stat = await fs.lstat(current).catch((e: NodeJS.ErrnoException) => {
+        if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return undefined;
+        throw e;
+      });
+      if (!stat) throw new NotFound(`no object at ${key}`);
+      if (stat.isSymbolicLink()) throw new InvalidInput(`refusing symlink inside the content root at ${path.relative(this.root, current)}`);
+      if (!stat.isDirectory()) throw new NotFound(`no object at ${key}`);
+    }
+    return path.join(current, segments[segments.length - 1] as string);
+  }
+
+  /** Depth-first walk in UTF-8 byte order of keys, skipping temp files and symlinks. */
+  private async *walk(dirKey: string, prefix: string, after: string | undefined): AsyncGenerator<ObjectInfo> {
+    let dirPath: string;
+    try {
+      dirPath = dirKey === '' ? this.root : await this.resolveExisting(`${dirKey}x`).then((p) => path.dirname(p));
+    } catch (e) {
+      if (e instanceof NotFound) return;
+      throw e;
+    }
+    const entries = await fs.readdir(dirPath, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return [] as Dirent[];
+      throw e;
+    });
+    const sorted = entries
+      .filter((e) => (e.isDirectory() || e.isFile()) && !e.name.startsWith(TEMP_PREFIX))
+      .map((e) => ({ entry: e, sortKey: Buffer.from(dirKey + e.name + (e.isDirectory() ? '/' : ''), 'utf8') }))
+      .sort((a, b) => Buffer.compare(a.sortKey, b.sortKey));
+    for (const { entry, sortKey } of sorted) {
+      const keyText = sortKey.toString('utf8');
+      if (entry.isDirectory()) {
+        // Skip a directory when none of its keys can match the prefix or follow the cursor.
+        if (!keyText.startsWith(prefix) && !prefix.startsWith(keyText)) continue;
+        if (after !== undefined && !after.startsWith(keyText) && Buffer.compare(sortKey, Buffer.from(after, 'utf8')) < 0) continue;
+        yield* this.walk(keyText, prefix, after);
+      } else {
+        if (!keyText.startsWith(prefix)) continue;
+        if (after !== undefined && Buffer.compare(sortKey, Buffer.from(after, 'utf8')) <= 0) continue;
+        const stat = await fs.lstat(path.join(dirPath, entry.name)).catch(() => undefined);
+        if (!stat?.isFile()) continue;
+        yield { key: keyText, size: stat.size, storageClass: reportedClass(keyText) };
+      }
+    }
+  }
+}
+
+async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < buf.length) {
+    const { bytesWritten } = await fh.write(buf, offset, buf.length - offset);
+    offset += bytesWritten;
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const dh = await fs.open(dir, C.O_RDONLY | C.O_DIRECTORY);
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}
+
+function checkRange(opts: GetOptions, size: number): void {
+  const { start, end } = opts;
+  if (start === undefined && end === undefined) return;
+  const s = start ?? 0;
+  const e = end ?? size - 1;
+  if (!Number.isInteger(s) || !Number.isInteger(e) || s < 0 || s > e || s >= size) {
+    throw new InvalidInput(`range ${s}-${e} is not satisfiable for ${size} bytes`, { size, rangeNotSatisfiable: true });
+  }
+}
+
+function reportedClass(key: string): StorageClass {
+  return key.startsWith('archive/') ? 'GLACIER' : 'STANDARD';
+}
+
+function decodeListCursor(cursor: string): string {
+  const key = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (key.length === 0 || key.length > 2048) throw new InvalidInput('invalid list cursor');
+  return key;
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function mapFsError(e: unknown, key: string): Error {
+  if (e instanceof AlpError) return e;
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') return new NotFound(`no object at ${key}`);
+  if (code === 'ELOOP') return new InvalidInput(`refusing symlink inside the content root at ${key}`);
+  return e as Error;
+}

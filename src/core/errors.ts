@@ -1,0 +1,229 @@
+/**
+ * The error hierarchy. Every error that can leave ALP carries a stable `code`, the CLI exit code of
+ * DESIGN §7 and the HTTP status an API adapter should answer with. Entry points render these; they
+ * never invent codes of their own.
+ */
+export const ExitCode = {
+  OK: 0,
+  INTERNAL: 1,
+  USAGE: 2,
+  NOT_FOUND: 3,
+  CONFLICT: 4,
+  INTEGRITY: 5,
+  AUTH: 6,
+} as const;
+
+export type ErrorCode =
+  | 'INTERNAL'
+  | 'USAGE'
+  | 'INVALID'
+  | 'TOO_LARGE'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'CONDITION_FAILED'
+  | 'TRANSACTION_CONFLICT'
+  | 'ILLEGAL_TRANSITION'
+  | 'STALE_EPOCH'
+  | 'RESTORE_HELD'
+  | 'MAINTENANCE'
+  | 'THROTTLED'
+  | 'INTEGRITY'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN';
+
+const EXIT_BY_CODE: Record<ErrorCode, number> = {
+  INTERNAL: ExitCode.INTERNAL,
+  THROTTLED: ExitCode.INTERNAL,
+  USAGE: ExitCode.USAGE,
+  INVALID: ExitCode.USAGE,
+  TOO_LARGE: ExitCode.USAGE,
+  NOT_FOUND: ExitCode.NOT_FOUND,
+  CONFLICT: ExitCode.CONFLICT,
+  CONDITION_FAILED: ExitCode.CONFLICT,
+  TRANSACTION_CONFLICT: ExitCode.CONFLICT,
+  ILLEGAL_TRANSITION: ExitCode.CONFLICT,
+  STALE_EPOCH: ExitCode.CONFLICT,
+  RESTORE_HELD: ExitCode.CONFLICT,
+  MAINTENANCE: ExitCode.CONFLICT,
+  INTEGRITY: ExitCode.INTEGRITY,
+  UNAUTHENTICATED: ExitCode.AUTH,
+  FORBIDDEN: ExitCode.AUTH,
+};
+
+const HTTP_BY_CODE: Record<ErrorCode, number> = {
+  INTERNAL: 500,
+  THROTTLED: 503,
+  USAGE: 400,
+  INVALID: 400,
+  TOO_LARGE: 413,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  CONDITION_FAILED: 409,
+  TRANSACTION_CONFLICT: 409,
+  ILLEGAL_TRANSITION: 409,
+  STALE_EPOCH: 409,
+  RESTORE_HELD: 409,
+  MAINTENANCE: 503,
+  INTEGRITY: 502,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+};
+
+const TITLE_BY_CODE: Record<ErrorCode, string> = {
+  INTERNAL: 'Internal error',
+  THROTTLED: 'Storage is busy, retry later',
+  USAGE: 'Invalid usage',
+  INVALID: 'Invalid input',
+  TOO_LARGE: 'Content too large',
+  NOT_FOUND: 'Not found',
+  CONFLICT: 'Conflict',
+  CONDITION_FAILED: 'Condition failed',
+  TRANSACTION_CONFLICT: 'Transaction conflict',
+  ILLEGAL_TRANSITION: 'Illegal transition',
+  STALE_EPOCH: 'Stale epoch',
+  RESTORE_HELD: 'Restore hold in force',
+  MAINTENANCE: 'Maintenance in progress',
+  INTEGRITY: 'Integrity failure',
+  UNAUTHENTICATED: 'Unauthenticated',
+  FORBIDDEN: 'Forbidden',
+};
+
+export class AlpError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.details = details;
+  }
+
+  get exitCode(): number {
+    return EXIT_BY_CODE[this.code];
+  }
+
+  get httpStatus(): number {
+    return HTTP_BY_CODE[this.code];
+  }
+
+  get title(): string {
+    return TITLE_BY_CODE[this.code];
+  }
+}
+
+export class UsageError extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('USAGE', message, details);
+  }
+}
+
+export class InvalidInput extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('INVALID', message, details);
+  }
+}
+
+export class TooLarge extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('TOO_LARGE', message, details);
+  }
+}
+
+export class NotFound extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('NOT_FOUND', message, details);
+  }
+}
+
+export class Conflict extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('CONFLICT', message, details);
+  }
+}
+
+export class IllegalTransition extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('ILLEGAL_TRANSITION', message, details);
+  }
+}
+
+/** A write's condition did not hold. In a transaction, `failedIndex` names the operation. */
+export class ConditionFailed extends AlpError {
+  readonly failedIndex: number | undefined;
+  constructor(message: string, failedIndex?: number, details?: Record<string, unknown>) {
+    super('CONDITION_FAILED', message, { ...details, ...(failedIndex === undefined ? {} : { failedIndex }) });
+    this.failedIndex = failedIndex;
+  }
+}
+
+/** Another transaction touched the same items at the same time; retrying may succeed. */
+export class TransactionConflict extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('TRANSACTION_CONFLICT', message, details);
+  }
+}
+
+/** The storage engine asked us to slow down (DynamoDB throttling, SQLite busy past its timeout). */
+export class Throttled extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('THROTTLED', message, details, options);
+  }
+}
+
+export class IntegrityError extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('INTEGRITY', message, details);
+  }
+}
+
+export class Unauthenticated extends AlpError {
+  constructor(message = 'a valid bearer token is required') {
+    super('UNAUTHENTICATED', message);
+  }
+}
+
+export class Forbidden extends AlpError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('FORBIDDEN', message, details);
+  }
+}
+
+export class StaleEpoch extends AlpError {
+  constructor(given: number, current: number) {
+    super('STALE_EPOCH', `epoch ${given} is stale: the installation is at epoch ${current}`, { given, current });
+  }
+}
+
+export class RestoreHeld extends AlpError {
+  constructor(message = 'a restore hold is in force: reconcile and activate the restore first') {
+    super('RESTORE_HELD', message);
+  }
+}
+
+export class MaintenanceInProgress extends AlpError {
+  constructor(message = 'maintenance is in progress: writers are fenced until it ends', details?: Record<string, unknown>) {
+    super('MAINTENANCE', message, details);
+  }
+}
+
+export class InternalError extends AlpError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('INTERNAL', message, undefined, options);
+  }
+}
+
+export function isAlpError(e: unknown): e is AlpError {
+  return e instanceof AlpError;
+}
+
+/** Anything that is not an AlpError is an internal failure; its message is kept, its stack is not shown. */
+export function toAlpError(e: unknown): AlpError {
+  if (e instanceof AlpError) return e;
+  const err = e as NodeJS.ErrnoException | undefined;
+  if (err && (err.code === 'ENOSPC' || err.code === 'EIO' || err.code === 'EDQUOT')) {
+    return new InternalError(`storage failure: ${err.code}`, { cause: e });
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  return new InternalError(message, { cause: e });
+}

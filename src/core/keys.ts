@@ -1,0 +1,49 @@
+/**
+ * Item key builders: the single table of DESIGN §3 (RFC-012 §9.1 plus our own entities). Every PK, SK
+ * and GSI1 value is built here and nowhere else.
+ */
+export const VERSION_DIGITS = 10;
+export const SEQ_DIGITS = 10;
+export const STEP_DIGITS = 6;
+
+export function pad(n: number, digits: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`cannot pad ${n}`);
+  const s = String(n);
+  if (s.length > digits) throw new RangeError(`${n} does not fit in ${digits} digits`);
+  return s.padStart(digits, '0');
+}
+
+export const artifactPk = (artifactId: string) => `ART#${artifactId}`;
+export const versionSk = (version: number) => `V#${pad(version, VERSION_DIGITS)}`;
+export const VERSION_SK_PREFIX = 'V#';
+export const HEAD_SK = 'HEAD';
+export const stateGsiPk = (state: string) => `STATE#${state}`;
+export const createdGsiSk = (createdAt: string, artifactId: string) => `#${createdAt}#${artifactId}`;
+export const nameGsiPk = (name: string) => `NAME#${name}`;
+
+export const transitionSk = (timestamp: string, seq: number) => `TRANS#${timestamp}#${pad(seq, SEQ_DIGITS)}`;
+export const transitionGsiPk = (date: string) => `TRANS#${date}`;
+export const approvalSk = (timestamp: string, seq: number) => `APPROVAL#${timestamp}#${pad(seq, SEQ_DIGITS)}`;
+export const approverGsiPk = (actorId: string) => `APPROVER#${actorId}`;
+export const executionSk = (runId: string) => `EXEC#${runId}`;
+export const runGsiPk = (date: string) => `RUN#${date}`;
+export const provenanceSk = (step: number) => `PROV#${pad(step, STEP_DIGITS)}`;
+export const provenanceGsiPk = (date: string) => `PROV#${date}`;
+export const compensationSk = (compArtifactId: string) => `COMP#${compArtifactId}`;
+export const compStateGsiPk = (state: string) => `COMP_STATE#${state}`;
+export const eventGsiSk = (timestamp: string, artifactId: string) => `#${timestamp}#${artifactId}`;
+
+/** The SK prefixes of the audit items of an artifact partition (everything chained by the HEAD). */
+export const AUDIT_SK_PREFIXES = ['TRANS#', 'APPROVAL#', 'EXEC#', 'PROV#', 'COMP#'] as const;
+
+/** Our system entities (DESIGN §3 last paragraph; documented in docs/data-model.md). */
+export const SYS_PK = 'SYS#installation';
+export const INSTALLATION_SK = 'INSTALLATION';
+export const runPk = (runId: string) => `RUN#${runId}`;
+export const RUN_POINTER_SK = 'POINTER';
+export const tokenPk = (tokenHash: string) => `TOKEN#${tokenHash}`;
+export const TOKEN_SK = 'TOKEN';
+export const principalPk = (principalId: string) => `PRINCIPAL#${principalId}`;
+export const PRINCIPAL_SK = 'PRINCIPAL';
+
+export type ItemKey = { PK: string; SK: string };

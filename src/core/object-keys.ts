@@ -1,0 +1,107 @@
+import { InvalidInput } from './errors.ts';
+
+/**
+ * Object keys of DESIGN §4 (RFC-012 §9.2) and the filename rules. Every key an engine sees is built
+ * here; the engines validate keys again before touching storage.
+ */
+export const MAX_FILENAME_BYTES = 255;
+export const METADATA_FILENAME = 'metadata.json';
+export const ROLLBACK_PREFIX = 'rollback-';
+export const EXECUTION_OUTPUTS = ['output.json', 'stdout.log', 'stderr.log'] as const;
+export type ExecutionOutput = (typeof EXECUTION_OUTPUTS)[number];
+
+// C0 and C1 controls, DEL, and the bidirectional overrides and isolates that make a name display as
+// something it is not.
+const FORBIDDEN_CHARS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
+
+/** Returns the reason a filename is refused, or undefined when it is acceptable. */
+export function filenameProblem(name: string): string | undefined {
+  if (typeof name !== 'string' || name.length === 0) return 'filename must not be empty';
+  if (!isWellFormedUtf16(name)) return 'filename must be valid UTF-8';
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes > MAX_FILENAME_BYTES) return `filename is ${bytes} bytes; at most ${MAX_FILENAME_BYTES} are allowed`;
+  if (name.includes('/')) return 'filename must not contain "/"';
+  if (name.includes('\\')) return 'filename must not contain "\\"';
+  if (name.includes('\u0000')) return 'filename must not contain NUL';
+  if (FORBIDDEN_CHARS.test(name)) return 'filename must not contain control or bidirectional-override characters';
+  if (name === '.' || name === '..') return 'filename must not be "." or ".."';
+  if (name === METADATA_FILENAME) return `filename "${METADATA_FILENAME}" is reserved`;
+  if (name.startsWith(ROLLBACK_PREFIX)) return `filename must not start with "${ROLLBACK_PREFIX}"`;
+  if (name.startsWith('.alp-')) return 'filenames starting with ".alp-" are reserved';
+  if (name !== name.normalize('NFC')) return 'filename must be in Unicode NFC form';
+  return undefined;
+}
+
+export function validateFilename(name: string): string {
+  const problem = filenameProblem(name);
+  if (problem) throw new InvalidInput(problem, { filename: safePreview(name) });
+  return name;
+}
+
+function isWellFormedUtf16(s: string): boolean {
+  // Lone surrogates cannot be encoded as UTF-8.
+  return !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
+}
+
+export function safePreview(s: string, max = 80): string {
+  return JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s);
+}
+
+export const versionPrefix = (artifactId: string, version: number) => `artifacts/${artifactId}/v${version}/`;
+export const contentKey = (artifactId: string, version: number, filename: string) =>
+  `${versionPrefix(artifactId, version)}${validateFilename(filename)}`;
+export const rollbackKey = (artifactId: string, version: number, filename: string) =>
+  `${versionPrefix(artifactId, version)}${ROLLBACK_PREFIX}${validateFilename(filename)}`;
+export const metadataKey = (artifactId: string, version: number) => `${versionPrefix(artifactId, version)}${METADATA_FILENAME}`;
+export const executionKey = (runId: string, output: ExecutionOutput) => `executions/${runId}/${output}`;
+export const provenanceKey = (artifactId: string) => `provenance/${artifactId}.json`;
+
+/** archive/{yyyy}/{mm}/{artifact_id}/ + the original key below the artifact (or executions/…). */
+export function archiveKey(archivedAt: Date, artifactId: string, originalKey: string): string {
+  const yyyy = String(archivedAt.getUTCFullYear());
+  const mm = String(archivedAt.getUTCMonth() + 1).padStart(2, '0');
+  const artifactPrefix = `artifacts/${artifactId}/`;
+  const rest = originalKey.startsWith(artifactPrefix) ? originalKey.slice(artifactPrefix.length) : originalKey;
+  return `archive/${yyyy}/${mm}/${artifactId}/${rest}`;
+}
+
+/** The top-level prefixes; `provenance/` objects are mutable (regenerated), the others immutable. */
+export const IMMUTABLE_PREFIXES = ['artifacts/', 'executions/', 'archive/'] as const;
+export const MUTABLE_PREFIXES = ['provenance/'] as const;
+
+export function isImmutableKey(key: string): boolean {
+  return IMMUTABLE_PREFIXES.some((p) => key.startsWith(p));
+}
+
+export const MAX_KEY_BYTES = 1024;
+
+/**
+ * The one validation every engine applies before a key reaches storage. Keys are relative,
+ * '/'-separated, with no empty, '.' or '..' segments, no backslash, NUL or control characters, and a
+ * bounded length. Returns the segments.
+ */
+export function validateObjectKey(key: string): string[] {
+  if (typeof key !== 'string' || key.length === 0) throw new InvalidInput('object key must not be empty');
+  if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) throw new InvalidInput(`object key longer than ${MAX_KEY_BYTES} bytes`);
+  if (!isWellFormedUtf16(key)) throw new InvalidInput('object key must be valid UTF-8');
+  if (key.startsWith('/')) throw new InvalidInput('object key must be relative', { key: safePreview(key) });
+  if (key.includes('\\')) throw new InvalidInput('object key must not contain "\\"', { key: safePreview(key) });
+  if (FORBIDDEN_CHARS.test(key)) throw new InvalidInput('object key must not contain control characters', { key: safePreview(key) });
+  const segments = key.split('/');
+  for (const seg of segments) {
+    if (seg === '' || seg === '.' || seg === '..')
+      throw new InvalidInput('object key has an empty, "." or ".." segment', { key: safePreview(key) });
+    if (Buffer.byteLength(seg, 'utf8') > MAX_FILENAME_BYTES)
+      throw new InvalidInput('object key segment too long', { key: safePreview(key) });
+    if (seg.startsWith('.alp-'))
+      throw new InvalidInput('object key segments starting with ".alp-" are reserved', { key: safePreview(key) });
+  }
+  return segments;
+}
+
+/** A prefix for list(): '' or a key-like string that may end with '/'. */
+export function validateListPrefix(prefix: string): void {
+  if (prefix === '') return;
+  const trimmed = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
+  validateObjectKey(trimmed);
+}

@@ -1,0 +1,144 @@
+/**
+ * The ItemStore contract: one table of items keyed (PK, SK) with one global secondary index GSI1
+ * (GSI1PK, GSI1SK), with DynamoDB's semantics, so the SQLite and DynamoDB engines are interchangeable.
+ * test/store/conformance.ts is the executable form of this contract; every engine passes it.
+ *
+ * Consistency rule for callers: GSI1 is eventually consistent on DynamoDB. Any rule that must not miss a
+ * write (reference scans, audit verification, reconciliation, conditions) reads the base table (get,
+ * query by PK, scan), never GSI1. GSI1 serves listings only.
+ *
+ * Limits every engine enforces identically: an item's JSON is at most MAX_ITEM_BYTES; a transaction has
+ * at most MAX_TRANSACT_OPS operations, touches each item at most once and holds at most
+ * MAX_TRANSACT_BYTES; a page holds at most MAX_PAGE_LIMIT items.
+ */
+import type { ItemKey } from '../core/keys.ts';
+
+export type { ItemKey };
+
+export interface Item {
+  PK: string;
+  SK: string;
+  GSI1PK?: string;
+  GSI1SK?: string;
+  [attribute: string]: unknown;
+}
+
+export type Scalar = string | number | boolean | null;
+
+/**
+ * Conditions over the current item. Comparisons with a missing attribute, or between a string and a
+ * number, are false (as in DynamoDB); use `not` for inequality.
+ */
+export type Condition =
+  | { kind: 'exists' }
+  | { kind: 'notExists' }
+  | { kind: 'attrExists'; attr: string }
+  | { kind: 'attrNotExists'; attr: string }
+  | { kind: 'eq'; attr: string; value: Scalar }
+  | { kind: 'lt' | 'le' | 'gt' | 'ge'; attr: string; value: string | number }
+  | { kind: 'in'; attr: string; values: Scalar[] }
+  | { kind: 'and'; all: Condition[] }
+  | { kind: 'or'; any: Condition[] }
+  | { kind: 'not'; cond: Condition };
+
+export const cond = {
+  exists: (): Condition => ({ kind: 'exists' }),
+  notExists: (): Condition => ({ kind: 'notExists' }),
+  attrExists: (attr: string): Condition => ({ kind: 'attrExists', attr }),
+  attrNotExists: (attr: string): Condition => ({ kind: 'attrNotExists', attr }),
+  eq: (attr: string, value: Scalar): Condition => ({ kind: 'eq', attr, value }),
+  lt: (attr: string, value: string | number): Condition => ({ kind: 'lt', attr, value }),
+  le: (attr: string, value: string | number): Condition => ({ kind: 'le', attr, value }),
+  gt: (attr: string, value: string | number): Condition => ({ kind: 'gt', attr, value }),
+  ge: (attr: string, value: string | number): Condition => ({ kind: 'ge', attr, value }),
+  in: (attr: string, values: Scalar[]): Condition => ({ kind: 'in', attr, values }),
+  and: (...all: Condition[]): Condition => ({ kind: 'and', all }),
+  or: (...any: Condition[]): Condition => ({ kind: 'or', any }),
+  not: (c: Condition): Condition => ({ kind: 'not', cond: c }),
+};
+
+/**
+ * An update: `set` assigns attributes, `add` adds to numbers (a missing attribute counts as 0),
+ * `remove` deletes attributes. PK and SK cannot change. Updating a missing item creates it (upsert),
+ * unless the condition says otherwise.
+ */
+export interface UpdateSpec {
+  set?: Record<string, unknown>;
+  add?: Record<string, number>;
+  remove?: string[];
+}
+
+export type SkCondition =
+  | { beginsWith: string }
+  | { eq: string }
+  | { lt: string }
+  | { le: string }
+  | { gt: string }
+  | { ge: string }
+  | { between: [string, string] };
+
+export interface QueryInput {
+  /** Query GSI1 instead of the base table. Never consistent on DynamoDB. */
+  index?: 'GSI1';
+  pk: string;
+  sk?: SkCondition;
+  descending?: boolean;
+  /** Items per page; default and maximum MAX_PAGE_LIMIT. */
+  limit?: number;
+  /** The opaque cursor of the previous page of the same query. */
+  cursor?: string;
+  /** Strongly consistent read (base table only). */
+  consistent?: boolean;
+}
+
+export interface Page {
+  items: Item[];
+  /** Present when more items may follow; pass it back as `cursor`. */
+  cursor?: string;
+}
+
+export type TransactOp =
+  | { op: 'put'; item: Item; condition?: Condition }
+  | { op: 'update'; key: ItemKey; update: UpdateSpec; condition?: Condition }
+  | { op: 'delete'; key: ItemKey; condition?: Condition }
+  | { op: 'check'; key: ItemKey; condition: Condition };
+
+export interface WriteOptions {
+  condition?: Condition;
+}
+
+export interface TransactOptions {
+  /** Idempotency token: a retry with the same token and operations is not applied twice (DynamoDB). */
+  token?: string;
+}
+
+export const MAX_ITEM_BYTES = 400 * 1024;
+export const MAX_TRANSACT_OPS = 100;
+export const MAX_TRANSACT_BYTES = 4 * 1024 * 1024;
+export const MAX_PAGE_LIMIT = 1000;
+
+export interface ItemStore {
+  /** 'sqlite' | 'dynamodb': for diagnostics only; services never branch on it. */
+  readonly engine: string;
+  /** Where the table lives (file path or table URL), for reports. */
+  readonly location: string;
+
+  get(key: ItemKey, opts?: { consistent?: boolean }): Promise<Item | undefined>;
+  /** Missing keys are left out; order follows `keys`. */
+  batchGet(keys: ItemKey[]): Promise<Item[]>;
+  put(item: Item, opts?: WriteOptions): Promise<void>;
+  /** Returns the item as it is after the update. */
+  update(key: ItemKey, update: UpdateSpec, opts?: WriteOptions): Promise<Item>;
+  delete(key: ItemKey, opts?: WriteOptions): Promise<void>;
+  query(q: QueryInput): Promise<Page>;
+  /** All-or-nothing. A failed condition throws ConditionFailed naming the first failing operation. */
+  transactWrite(ops: TransactOp[], opts?: TransactOptions): Promise<void>;
+  /**
+   * Unconditional puts of many items (restore, compaction, bulk loads). Atomic on SQLite; on DynamoDB
+   * applied in batches, so callers must tolerate a partial application and retry the whole call.
+   */
+  batchPut(items: Item[]): Promise<void>;
+  /** Every item of the base table, in pages. For offline maintenance only, never a request path. */
+  scan(opts?: { cursor?: string; limit?: number }): Promise<Page>;
+  close(): Promise<void>;
+}

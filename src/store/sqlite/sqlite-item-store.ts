@@ -1,0 +1,261 @@
+/**
+ * ItemStore on SQLite (better-sqlite3): one `items` table keyed (PK, SK) plus a partial index GSI1 on
+ * (GSI1PK, GSI1SK). Every write runs in a BEGIN IMMEDIATE transaction, so conditions are evaluated
+ * and applied under the database's write lock, across processes too. WAL with synchronous=FULL: a
+ * transaction that returned is on disk.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { ConditionFailed, InvalidInput, Throttled } from '../../core/errors.ts';
+import type { Item, ItemKey, ItemStore, Page, QueryInput, TransactOp, UpdateSpec, WriteOptions } from '../item-store.ts';
+import {
+  applyUpdate,
+  decodeCursor,
+  encodeCursor,
+  evaluateCondition,
+  pageLimit,
+  validateItem,
+  validateKey,
+  validateSk,
+  validateTransaction,
+} from '../semantics.ts';
+
+export interface SqliteOptions {
+  synchronous?: 'FULL' | 'NORMAL';
+  busyTimeoutMs?: number;
+  readonly?: boolean;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS items (
+  PK TEXT NOT NULL,
+  SK TEXT NOT NULL,
+  GSI1PK TEXT,
+  GSI1SK TEXT,
+  attrs TEXT NOT NULL,
+  PRIMARY KEY (PK, SK)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS GSI1 ON items (GSI1PK, GSI1SK, PK, SK) WHERE GSI1PK IS NOT NULL AND GSI1SK IS NOT NULL;
+`;
+
+type Row = { PK: string; SK: string; GSI1PK: string | null; GSI1SK: string | null; attrs: string };
+
+// Largest code point: a string that starts with prefix P sorts below P + U+10FFFF in UTF-8 byte order.
+const PREFIX_END = '\u{10FFFF}';
+
+export class SqliteItemStore implements ItemStore {
+  readonly engine = 'sqlite';
+  readonly location: string;
+  readonly db: Database.Database;
+  private readonly stmts: ReturnType<SqliteItemStore['prepare']>;
+
+  constructor(file: string, opts: SqliteOptions = {}) {
+    this.location = file;
+    if (!opts.readonly) fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file, { readonly: opts.readonly ?? false });
+    this.db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
+    if (!opts.readonly) {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+      this.db.exec(SCHEMA);
+    }
+    this.stmts = this.prepare();
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      get: db.prepare<[string, string], Row>('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK = ? AND SK = ?'),
+      upsert: db.prepare<[string, string, string | null, string | null, string]>(
+        'INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs) VALUES (?, ?, ?, ?, ?) ON CONFLICT (PK, SK) DO UPDATE SET GSI1PK = excluded.GSI1PK, GSI1SK = excluded.GSI1SK, attrs = excluded.attrs',
+      ),
+      del: db.prepare<[string, string]>('DELETE FROM items WHERE PK = ? AND SK = ?'),
+      scanFirst: db.prepare<[number], Row>('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items ORDER BY PK, SK LIMIT ?'),
+      scanNext: db.prepare<[string, string, number], Row>(
+        'SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE (PK, SK) > (?, ?) ORDER BY PK, SK LIMIT ?',
+      ),
+    };
+  }
+
+  async get(key: ItemKey): Promise<Item | undefined> {
+    validateKey(key);
+    return this.run(() => this.read(key));
+  }
+
+  async batchGet(keys: ItemKey[]): Promise<Item[]> {
+    keys.forEach(validateKey);
+    return this.run(() => keys.map((k) => this.read(k)).filter((i): i is Item => i !== undefined));
+  }
+
+  async put(item: Item, opts: WriteOptions = {}): Promise<void> {
+    validateItem(item);
+    this.write(() => {
+      if (opts.condition && !evaluateCondition(opts.condition, this.read(item))) {
+        throw new ConditionFailed(`condition failed on put ${item.PK}/${item.SK}`);
+      }
+      this.store(item);
+    });
+  }
+
+  async update(key: ItemKey, update: UpdateSpec, opts: WriteOptions = {}): Promise<Item> {
+    validateKey(key);
+    return this.write(() => {
+      const current = this.read(key);
+      if (opts.condition && !evaluateCondition(opts.condition, current)) {
+        throw new ConditionFailed(`condition failed on update ${key.PK}/${key.SK}`);
+      }
+      const next = applyUpdate(key, current, update);
+      this.store(next);
+      return next;
+    });
+  }
+
+  async delete(key: ItemKey, opts: WriteOptions = {}): Promise<void> {
+    validateKey(key);
+    this.write(() => {
+      if (opts.condition && !evaluateCondition(opts.condition, this.read(key))) {
+        throw new ConditionFailed(`condition failed on delete ${key.PK}/${key.SK}`);
+      }
+      this.stmts.del.run(key.PK, key.SK);
+    });
+  }
+
+  async transactWrite(ops: TransactOp[]): Promise<void> {
+    validateTransaction(ops);
+    this.write(() => {
+      // Every condition is evaluated against the state before the transaction, then all writes apply.
+      const planned: Array<() => void> = [];
+      ops.forEach((op, index) => {
+        const key = op.op === 'put' ? op.item : op.key;
+        const current = this.read(key);
+        if (op.condition && !evaluateCondition(op.condition, current)) {
+          throw new ConditionFailed(`transaction cancelled: condition of operation ${index} (${op.op} ${key.PK}/${key.SK}) failed`, index);
+        }
+        if (op.op === 'put') planned.push(() => this.store(op.item));
+        else if (op.op === 'update') {
+          const next = applyUpdate(op.key, current, op.update);
+          planned.push(() => this.store(next));
+        } else if (op.op === 'delete') planned.push(() => this.stmts.del.run(op.key.PK, op.key.SK));
+      });
+      for (const apply of planned) apply();
+    });
+  }
+
+  async batchPut(items: Item[]): Promise<void> {
+    items.forEach(validateItem);
+    this.write(() => {
+      for (const item of items) this.store(item);
+    });
+  }
+
+  async query(q: QueryInput): Promise<Page> {
+    validateSk(q.sk);
+    if (typeof q.pk !== 'string' || q.pk.length === 0) throw new InvalidInput('query needs a partition key');
+    const limit = pageLimit(q.limit);
+    const onIndex = q.index === 'GSI1';
+    if (q.index !== undefined && !onIndex) throw new InvalidInput(`unknown index ${String(q.index)}`);
+    const pkCol = onIndex ? 'GSI1PK' : 'PK';
+    const skCol = onIndex ? 'GSI1SK' : 'SK';
+    const order = q.descending ? 'DESC' : 'ASC';
+    const where: string[] = [`${pkCol} = ?`];
+    const params: unknown[] = [q.pk];
+    if (onIndex) where.push('GSI1SK IS NOT NULL');
+    const sk = q.sk;
+    if (sk) {
+      if ('beginsWith' in sk) {
+        where.push(`${skCol} >= ? AND ${skCol} < ?`);
+        params.push(sk.beginsWith, sk.beginsWith + PREFIX_END);
+      } else if ('between' in sk) {
+        where.push(`${skCol} BETWEEN ? AND ?`);
+        params.push(sk.between[0], sk.between[1]);
+      } else {
+        const [op, value] = Object.entries(sk)[0] as [string, string];
+        const sqlOp = { eq: '=', lt: '<', le: '<=', gt: '>', ge: '>=' }[op];
+        where.push(`${skCol} ${sqlOp} ?`);
+        params.push(value);
+      }
+    }
+    const indexName = onIndex ? 'GSI1' : 'TABLE';
+    if (q.cursor) {
+      const last = decodeCursor(q.cursor, q.pk, indexName);
+      const cmp = q.descending ? '<' : '>';
+      if (onIndex) {
+        where.push(`(GSI1SK, PK, SK) ${cmp} (?, ?, ?)`);
+        params.push(last.GSI1SK, last.PK, last.SK);
+      } else {
+        where.push(`SK ${cmp} ?`);
+        params.push(last.SK);
+      }
+    }
+    const orderBy = onIndex ? `GSI1SK ${order}, PK ${order}, SK ${order}` : `SK ${order}`;
+    const sql = `SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items ${onIndex ? 'INDEXED BY GSI1 ' : ''}WHERE ${where.join(' AND ')} ORDER BY ${orderBy} LIMIT ?`;
+    params.push(limit + 1);
+    const rows = this.run(() => this.db.prepare<unknown[], Row>(sql).all(...params));
+    const items = rows.slice(0, limit).map(toItem);
+    const page: Page = { items };
+    if (rows.length > limit) {
+      const lastItem = items[items.length - 1] as Item;
+      const lastKey: Record<string, string> = onIndex
+        ? { GSI1SK: lastItem.GSI1SK as string, PK: lastItem.PK, SK: lastItem.SK }
+        : { SK: lastItem.SK };
+      page.cursor = encodeCursor({ pk: q.pk, index: indexName, last: lastKey });
+    }
+    return page;
+  }
+
+  async scan(opts: { cursor?: string; limit?: number } = {}): Promise<Page> {
+    const limit = pageLimit(opts.limit);
+    const rows = this.run(() => {
+      if (!opts.cursor) return this.stmts.scanFirst.all(limit + 1);
+      const last = decodeCursor(opts.cursor, '*', 'SCAN');
+      return this.stmts.scanNext.all(last.PK as string, last.SK as string, limit + 1);
+    });
+    const items = rows.slice(0, limit).map(toItem);
+    const page: Page = { items };
+    if (rows.length > limit) {
+      const lastItem = items[items.length - 1] as Item;
+      page.cursor = encodeCursor({ pk: '*', index: 'SCAN', last: { PK: lastItem.PK, SK: lastItem.SK } });
+    }
+    return page;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  private read(key: ItemKey): Item | undefined {
+    const row = this.stmts.get.get(key.PK, key.SK);
+    return row ? toItem(row) : undefined;
+  }
+
+  private store(item: Item): void {
+    const { PK, SK, GSI1PK, GSI1SK, ...rest } = item;
+    this.stmts.upsert.run(PK, SK, (GSI1PK as string | undefined) ?? null, (GSI1SK as string | undefined) ?? null, JSON.stringify(rest));
+  }
+
+  private write<T>(fn: () => T): T {
+    return this.run(() => this.db.transaction(fn).immediate());
+  }
+
+  private run<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_BUSY_SNAPSHOT') {
+        throw new Throttled('the SQLite database is busy; retry', { sqlite: code }, { cause: e });
+      }
+      throw e;
+    }
+  }
+}
+
+function toItem(row: Row): Item {
+  const item = JSON.parse(row.attrs) as Item;
+  item.PK = row.PK;
+  item.SK = row.SK;
+  if (row.GSI1PK !== null) item.GSI1PK = row.GSI1PK;
+  if (row.GSI1SK !== null) item.GSI1SK = row.GSI1SK;
+  return item;
+}
