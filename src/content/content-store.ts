@@ -16,7 +16,7 @@ import type { Digest } from '../core/digest.ts';
 
 export type StorageClass = 'STANDARD' | 'STANDARD_IA' | 'GLACIER';
 
-export type Body = AsyncIterable<Uint8Array> | Readable;
+export type Body = AsyncIterable<Uint8Array> | Iterable<Uint8Array> | Readable;
 
 export interface PutOptions {
   expectedDigest?: Digest;

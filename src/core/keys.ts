@@ -47,3 +47,4 @@ export const principalPk = (principalId: string) => `PRINCIPAL#${principalId}`;
 export const PRINCIPAL_SK = 'PRINCIPAL';
 
 export type ItemKey = { PK: string; SK: string };
+export const FENCE_SK = 'FENCE';

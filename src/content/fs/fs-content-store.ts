@@ -46,7 +46,7 @@ export class FsContentStore implements ContentStore {
 
   async put(key: string, body: Body, opts: PutOptions = {}): Promise<PutResult> {
     const segments = validateObjectKey(key);
-    const dir = await this.ensureDir(segments.slice(0, -1));
+    const { dir, created } = await this.ensureDir(segments.slice(0, -1));
     const finalPath = path.join(dir, segments[segments.length - 1] as string);
     const tmpPath = path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
     const fh = await fs.open(tmpPath, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
@@ -74,7 +74,8 @@ export class FsContentStore implements ContentStore {
           actual: digest,
         });
       }
-      await fh.sync();
+      // The new directories' entries and the file's bytes are made durable together, before the rename.
+      await Promise.all([fh.sync(), ...created.map(fsyncDir)]);
       await fh.close();
       closed = true;
       await fs.rename(tmpPath, finalPath);
@@ -197,14 +198,18 @@ export class FsContentStore implements ContentStore {
 
   async close(): Promise<void> {}
 
-  /** Creates missing directories, fsyncing the parent of each new one, refusing symlinks on the way. */
-  private async ensureDir(dirSegments: string[]): Promise<string> {
+  /**
+   * Creates missing directories, refusing symlinks on the way. Returns the directory and the parents
+   * whose entries changed: the caller fsyncs those before publishing into the new directory.
+   */
+  private async ensureDir(dirSegments: string[]): Promise<{ dir: string; created: string[] }> {
     let current = this.root;
+    const created: string[] = [];
     for (const seg of dirSegments) {
       const next = path.join(current, seg);
       try {
         await fs.mkdir(next, { mode: DIR_MODE });
-        await fsyncDir(current);
+        created.push(current);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw mapFsError(e, dirSegments.join('/'));
         const stat = await fs.lstat(next);
@@ -213,7 +218,7 @@ export class FsContentStore implements ContentStore {
       }
       current = next;
     }
-    return current;
+    return { dir: current, created };
   }
 
   /** Maps a key to its path, refusing any symlinked directory; NotFound when a directory is missing. */

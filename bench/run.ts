@@ -1,0 +1,22 @@
+/**
+ * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
+ * Sections: storage. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ */
+import { benchStorage } from './storage.ts';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+const quick = process.env.ALP_BENCH_QUICK === '1';
+const sections: Record<string, () => Promise<unknown>> = {
+  storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
+};
+
+const wanted = process.argv.slice(2);
+const names = wanted.length ? wanted : Object.keys(sections);
+for (const name of names) {
+  const run = sections[name];
+  if (!run) {
+    console.error(`unknown bench section ${name}; one of ${Object.keys(sections).join(', ')}`);
+    process.exit(2);
+  }
+  await run();
+}

@@ -1,0 +1,121 @@
+import type { Command } from 'commander';
+import { parseDigest } from '../../core/digest.ts';
+import { addVersion, createArtifact, headView, listArtifacts, openVersionContent, showArtifact } from '../../lifecycle/artifacts.ts';
+import { parseLabel } from '../../lifecycle/validation.ts';
+import { versionView } from '../../lifecycle/versions.ts';
+import { openInputFile, writeVerifiedOutput } from '../files.ts';
+import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+export function registerArtifactCommands(program: Command): Command {
+  const artifact = program.command('artifact').description('create, version, read and list artifacts');
+
+  artifact
+    .command('create')
+    .description('store a new artifact as version 1 (DRAFT)')
+    .requiredOption('--name <name>', 'artifact name')
+    .requiredOption('--file <path>', 'content file, or - for stdin')
+    .option('--filename <filename>', 'filename to record (default: the file’s name)')
+    .option('--kind <kind>', 'kind, e.g. script, config, migration, report', 'file')
+    .option('--label <key=value>', 'a label (repeatable)', collect, [])
+    .option('--quorum <n>', 'distinct human approvals needed (default 1)')
+    .option('--digest <sha256>', 'expected sha256:… digest of the content; a mismatch stores nothing')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const actor = await actingPrincipal(rt);
+        const { body, filename } = await openInputFile(o.file, o.filename);
+        const { version } = await createArtifact(rt.ctx, actor, {
+          name: o.name,
+          filename,
+          kind: o.kind,
+          labels: Object.fromEntries((o.label as string[]).map(parseLabel)),
+          quorum: parseIntOption('--quorum', o.quorum, { min: 1, max: 10 }),
+          body,
+          expectedDigest: o.digest ? parseDigest(o.digest) : undefined,
+        });
+        output(
+          rt.opts,
+          versionView(version),
+          () => `created ${version.artifact_id} v${version.version} ${version.state} ${version.content_hash} ${version.size} bytes`,
+        );
+      }),
+    );
+
+  artifact
+    .command('version <id>')
+    .description('store the next version of an artifact (DRAFT)')
+    .requiredOption('--file <path>', 'content file, or - for stdin')
+    .option('--filename <filename>', 'filename to record (default: the file’s name)')
+    .option('--digest <sha256>', 'expected sha256:… digest of the content')
+    .action(async (id: string, o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const actor = await actingPrincipal(rt);
+        const { body, filename } = await openInputFile(o.file, o.filename);
+        const v = await addVersion(rt.ctx, actor, id, { filename, body, expectedDigest: o.digest ? parseDigest(o.digest) : undefined });
+        output(rt.opts, versionView(v), () => `created ${v.artifact_id} v${v.version} ${v.state} ${v.content_hash} ${v.size} bytes`);
+      }),
+    );
+
+  artifact
+    .command('show <id>')
+    .description('an artifact and its versions')
+    .action(async (id: string, _o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const { head, versions } = await showArtifact(rt.ctx, id);
+        output(rt.opts, { ...headView(head), versions: versions.map(versionView) }, () => [
+          `${head.artifact_id}  ${head.name}  kind=${head.kind}  quorum=${head.quorum}`,
+          ...versions.map(
+            (v) => `  v${v.version}  ${v.state.padEnd(12)} ${v.filename}  ${v.size} bytes  ${v.content_hash}  ${v.created_at}`,
+          ),
+        ]);
+      }),
+    );
+
+  artifact
+    .command('list')
+    .description('versions by state (or artifacts by --name), newest first, paginated')
+    .option('--state <state>', 'only versions in this state')
+    .option('--name <name>', 'artifacts with exactly this name')
+    .option('--limit <n>', 'page size (1–1000)', '50')
+    .option('--cursor <cursor>', 'continue from a previous page')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const page = await listArtifacts(rt.ctx, {
+          state: o.state,
+          name: o.name,
+          limit: parseIntOption('--limit', o.limit, { min: 1, max: 1000 }),
+          cursor: o.cursor,
+        });
+        output(rt.opts, page, () => [
+          ...page.items.map((i) =>
+            'version' in i
+              ? `${String(i.artifact_id)}  v${String(i.version)}  ${String(i.state).padEnd(12)} ${String(i.name)}`
+              : `${String(i.artifact_id)}  ${String(i.name)}  latest v${String(i.latest_version)}`,
+          ),
+          ...(page.cursor ? [`next page: --cursor ${page.cursor}`] : []),
+        ]);
+      }),
+    );
+
+  artifact
+    .command('get <id>')
+    .description('write a version’s verified content to a file (or - for stdout); exit 5 and no file if it does not verify')
+    .option('--version <n>', 'version (default: the latest)')
+    .requiredOption('--out <path>', 'output file, or - for stdout')
+    .action(async (id: string, o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const { version, stream } = await openVersionContent(rt.ctx, id, o.version);
+        await writeVerifiedOutput(stream, o.out);
+        if (o.out !== '-') {
+          output(
+            rt.opts,
+            { ...versionView(version), out: o.out },
+            () => `wrote ${o.out} (${version.size} bytes, ${version.content_hash} verified)`,
+          );
+        }
+      }),
+    );
+
+  return artifact;
+}

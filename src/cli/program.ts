@@ -1,0 +1,27 @@
+import { Command, Option } from 'commander';
+import { registerAdminCommands } from './commands/admin.ts';
+import { registerArtifactCommands } from './commands/artifact.ts';
+import { registerStartCommand } from './commands/start.ts';
+
+export const ALP_VERSION = '0.1.0';
+
+export function buildProgram(): Command {
+  const program = new Command('alp')
+    .description('ALP — artifact lifecycle store')
+    .addOption(new Option('--data <dir>', 'embedded data directory (sqlite + files)').env('ALP_DATA'))
+    .addOption(new Option('--metadata <url>', 'sqlite:PATH | dynamodb://TABLE?region=R&endpoint=URL'))
+    .addOption(new Option('--content <url>', 'file:DIR | s3://BUCKET[/PREFIX]?region=R&endpoint=URL'))
+    .addOption(new Option('--token <token>', 'act as this token’s principal').env('ALP_TOKEN'))
+    .option('--json', 'print results as one JSON document')
+    .showHelpAfterError(false)
+    .exitOverride();
+  registerStartCommand(program);
+  registerAdminCommands(program);
+  registerArtifactCommands(program);
+  for (const cmd of allCommands(program)) cmd.exitOverride().configureOutput({ outputError: () => {} });
+  return program;
+}
+
+function allCommands(cmd: Command): Command[] {
+  return [cmd, ...cmd.commands.flatMap(allCommands)];
+}

@@ -1,0 +1,332 @@
+/**
+ * Artifacts and versions: creation (content, then metadata snapshot, then one transaction holding the
+ * version item, the HEAD and the creation transition), verified reads, listings.
+ */
+import type { Readable } from 'node:stream';
+import { assertNotFenced, commitAudited, readHead, runAudited } from '../audit/chain.ts';
+import type { Body } from '../content/content-store.ts';
+import { canonicalJson } from '../core/canonical-json.ts';
+import type { Digest } from '../core/digest.ts';
+import { ConditionFailed, Conflict, InvalidInput, NotFound } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import { artifactPk, createdGsiSk, HEAD_SK, nameGsiPk, stateGsiPk, versionSk } from '../core/keys.ts';
+import { contentKey, metadataKey, validateFilename } from '../core/object-keys.ts';
+import { cond, type Item } from '../store/item-store.ts';
+import type { ServiceContext } from './context.ts';
+import type { HeadItem, Principal, VersionItem } from './model.ts';
+import { isVersionState, VERSION_STATES, type VersionState } from './state-machine.ts';
+import { validateKind, validateLabels, validateName, validateQuorum, validateVersionNumber } from './validation.ts';
+import { latestVersion, listVersions, readVersion, transitionDraft, versionView } from './versions.ts';
+
+export interface ContentInput {
+  filename: string;
+  body: Body;
+  expectedDigest?: Digest | undefined;
+  maxBytes?: number | undefined;
+}
+
+export interface CreateArtifactInput extends ContentInput {
+  name: string;
+  kind?: string | undefined;
+  labels?: Record<string, string> | undefined;
+  quorum?: number | undefined;
+}
+
+/** Internal: where version 1's content goes and what the HEAD records (compensation artifacts differ). */
+export interface CreateOptions {
+  contentKeyFor?: (artifactId: string) => string;
+  headExtra?: Partial<HeadItem>;
+  /** Extra operations and audit entries on other partitions are not allowed; this runs on the new HEAD only. */
+  ops?: (version: VersionItem) => import('../store/item-store.ts').TransactOp[];
+}
+
+export async function createArtifact(
+  ctx: ServiceContext,
+  actor: Principal,
+  input: CreateArtifactInput,
+  opts: CreateOptions = {},
+): Promise<{ head: HeadItem; version: VersionItem }> {
+  const name = validateName(input.name);
+  const kind = validateKind(input.kind ?? 'file');
+  const labels = validateLabels(input.labels ?? {});
+  const quorum = validateQuorum(input.quorum ?? 1);
+  const filename = validateFilename(input.filename);
+  await assertNotFenced(ctx);
+  const artifactId = newId(ctx.clock);
+  const createdAt = ctx.clock.now().toISOString();
+  const key = opts.contentKeyFor ? opts.contentKeyFor(artifactId) : contentKey(artifactId, 1, filename);
+  const version = await storeVersionContent(ctx, actor, { artifactId, version: 1, name, kind, labels, filename, key, createdAt, input });
+  const head: HeadItem = {
+    PK: artifactPk(artifactId),
+    SK: HEAD_SK,
+    GSI1PK: nameGsiPk(name),
+    GSI1SK: createdGsiSk(createdAt, artifactId),
+    type: 'head',
+    artifact_id: artifactId,
+    name,
+    kind,
+    labels,
+    quorum,
+    latest_version: 1,
+    audit_seq: 0,
+    audit_head_hash: null,
+    created_at: createdAt,
+    created_by: actor,
+    ...opts.headExtra,
+  };
+  await commitAudited(ctx, undefined, {
+    newHead: head,
+    ops: [{ op: 'put', item: version, condition: cond.notExists() }, ...(opts.ops ? opts.ops(version) : [])],
+    entries: [creationTransition(version, actor)],
+  });
+  return { head, version };
+}
+
+export async function addVersion(ctx: ServiceContext, actor: Principal, artifactId: string, input: ContentInput): Promise<VersionItem> {
+  const filename = validateFilename(input.filename);
+  await assertNotFenced(ctx);
+  const head = await readHead(ctx, artifactId);
+  if (head.archived) throw new Conflict(`artifact ${artifactId} is archived`);
+  if (head.compensates) throw new Conflict(`artifact ${artifactId} is a compensation artifact; it has one version`);
+  const number = await reserveVersionNumber(ctx, artifactId);
+  const createdAt = ctx.clock.now().toISOString();
+  const key = contentKey(artifactId, number, filename);
+  const version = await storeVersionContent(ctx, actor, {
+    artifactId,
+    version: number,
+    name: head.name,
+    kind: head.kind,
+    labels: head.labels,
+    filename,
+    key,
+    createdAt,
+    input,
+  });
+  await runAudited(ctx, artifactId, (current) => {
+    if (current.archived) throw new Conflict(`artifact ${artifactId} was archived meanwhile`);
+    return { ops: [{ op: 'put', item: version, condition: cond.notExists() }], entries: [creationTransition(version, actor)] };
+  });
+  return version;
+}
+
+/**
+ * Takes the next version number before any bytes are written, so two concurrent uploads can never
+ * write the same object key. A crash after this leaves a gap in the numbering, never a clash.
+ */
+async function reserveVersionNumber(ctx: ServiceContext, artifactId: string): Promise<number> {
+  for (let attempt = 0; attempt < 16; attempt++) {
+    const head = await readHead(ctx, artifactId);
+    try {
+      const next = head.latest_version + 1;
+      await ctx.items.update(
+        { PK: head.PK, SK: HEAD_SK },
+        { set: { latest_version: next } },
+        { condition: cond.eq('latest_version', head.latest_version) },
+      );
+      return next;
+    } catch (e) {
+      if (!(e instanceof ConditionFailed)) throw e;
+    }
+  }
+  throw new Conflict(`artifact ${artifactId} is busy: too many concurrent new versions, retry`);
+}
+
+interface StoreVersionArgs {
+  artifactId: string;
+  version: number;
+  name: string;
+  kind: string;
+  labels: Record<string, string>;
+  filename: string;
+  key: string;
+  createdAt: string;
+  input: ContentInput;
+}
+
+/** Writes the content, then the metadata snapshot; returns the version item to commit. */
+async function storeVersionContent(ctx: ServiceContext, actor: Principal, a: StoreVersionArgs): Promise<VersionItem> {
+  const put = await ctx.content.put(a.key, a.input.body, {
+    ...(a.input.expectedDigest ? { expectedDigest: a.input.expectedDigest } : {}),
+    ...(a.input.maxBytes !== undefined ? { maxBytes: a.input.maxBytes } : {}),
+  });
+  const metaKey = metadataKey(a.artifactId, a.version);
+  const snapshot = {
+    artifact_id: a.artifactId,
+    version: a.version,
+    name: a.name,
+    kind: a.kind,
+    labels: a.labels,
+    filename: a.filename,
+    content_key: a.key,
+    content_hash: put.digest,
+    size: put.size,
+    created_at: a.createdAt,
+    created_by: actor,
+  };
+  const meta = await ctx.content.put(metaKey, [Buffer.from(`${canonicalJson(snapshot)}\n`)]);
+  return {
+    PK: artifactPk(a.artifactId),
+    SK: versionSk(a.version),
+    GSI1PK: stateGsiPk('DRAFT'),
+    GSI1SK: createdGsiSk(a.createdAt, a.artifactId),
+    type: 'version',
+    artifact_id: a.artifactId,
+    version: a.version,
+    state: 'DRAFT',
+    name: a.name,
+    kind: a.kind,
+    filename: a.filename,
+    content_key: a.key,
+    content_hash: put.digest,
+    size: put.size,
+    metadata_key: metaKey,
+    metadata_hash: meta.digest,
+    created_at: a.createdAt,
+    created_by: actor,
+    state_changed_at: a.createdAt,
+    row_version: 1,
+    proposal_round: 0,
+  };
+}
+
+function creationTransition(v: VersionItem, actor: Principal) {
+  return transitionDraft(v.artifact_id, {
+    version: v.version,
+    from: null,
+    to: 'DRAFT',
+    actor,
+    reason: 'created',
+    filename: v.filename,
+    content_key: v.content_key,
+    content_hash: v.content_hash,
+    size: v.size,
+    metadata_key: v.metadata_key,
+    metadata_hash: v.metadata_hash,
+  });
+}
+
+export async function resolveVersion(ctx: ServiceContext, artifactId: string, version?: number | string): Promise<VersionItem> {
+  if (version === undefined) {
+    await readHead(ctx, artifactId);
+    return latestVersion(ctx.items, artifactId);
+  }
+  return readVersion(ctx.items, artifactId, validateVersionNumber(version));
+}
+
+/** A verified stream of a version's content; the stream fails with IntegrityError on a mismatch. */
+export async function openVersionContent(
+  ctx: ServiceContext,
+  artifactId: string,
+  version?: number | string,
+  range?: { start?: number; end?: number },
+): Promise<{ version: VersionItem; stream: Readable }> {
+  const v = await resolveVersion(ctx, artifactId, version);
+  const key = (v.archive_key as string | undefined) ?? v.content_key;
+  const stream = await ctx.content.get(key, v.content_hash, { expectedSize: v.size, ...range });
+  return { version: v, stream };
+}
+
+export async function showArtifact(ctx: ServiceContext, artifactId: string): Promise<{ head: HeadItem; versions: VersionItem[] }> {
+  const head = await readHead(ctx, artifactId);
+  return { head, versions: await listVersions(ctx.items, artifactId) };
+}
+
+export function headView(h: HeadItem): Record<string, unknown> {
+  return {
+    artifact_id: h.artifact_id,
+    name: h.name,
+    kind: h.kind,
+    labels: h.labels,
+    quorum: h.quorum,
+    latest_version: h.latest_version,
+    created_at: h.created_at,
+    created_by: h.created_by,
+    audit_seq: h.audit_seq,
+    audit_head_hash: h.audit_head_hash,
+    ...(h.compensates ? { compensates: h.compensates } : {}),
+    ...(h.archived ? { archived: h.archived } : {}),
+  };
+}
+
+export interface ListInput {
+  state?: string | undefined;
+  name?: string | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+/**
+ * Versions by state (GSI1 STATE#), newest first; artifacts by exact name (GSI1 NAME#); with neither,
+ * every version grouped by state, one state partition after the other, behind one opaque cursor.
+ */
+export async function listArtifacts(ctx: ServiceContext, input: ListInput): Promise<{ items: Record<string, unknown>[]; cursor?: string }> {
+  const limit = input.limit ?? 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidInput('limit must be 1–1000');
+  if (input.name !== undefined) {
+    const page = await ctx.items.query({
+      index: 'GSI1',
+      pk: nameGsiPk(validateName(input.name)),
+      descending: true,
+      limit,
+      ...(input.cursor ? { cursor: input.cursor } : {}),
+    });
+    return { items: page.items.map((h) => headView(h as HeadItem)), ...(page.cursor ? { cursor: page.cursor } : {}) };
+  }
+  const states: readonly VersionState[] = input.state === undefined ? VERSION_STATES : [parseState(input.state)];
+  let { index, inner } = decodeListCursor(input.cursor, states.length);
+  const items: Record<string, unknown>[] = [];
+  while (index < states.length && items.length < limit) {
+    const page = await ctx.items.query({
+      index: 'GSI1',
+      pk: stateGsiPk(states[index] as VersionState),
+      descending: true,
+      limit: limit - items.length,
+      ...(inner ? { cursor: inner } : {}),
+    });
+    items.push(...page.items.map((v) => versionView(v as VersionItem)));
+    if (page.cursor) inner = page.cursor;
+    else {
+      index++;
+      inner = undefined;
+    }
+  }
+  const more = index < states.length;
+  return { items, ...(more ? { cursor: encodeListCursor(index, inner) } : {}) };
+}
+
+export function parseState(s: string): VersionState {
+  const up = s.toUpperCase();
+  if (!isVersionState(up)) throw new InvalidInput(`unknown state ${JSON.stringify(s)}; one of ${VERSION_STATES.join(', ')}`);
+  return up;
+}
+
+function encodeListCursor(index: number, inner: string | undefined): string {
+  return Buffer.from(JSON.stringify({ i: index, c: inner ?? null })).toString('base64url');
+}
+
+function decodeListCursor(cursor: string | undefined, count: number): { index: number; inner: string | undefined } {
+  if (!cursor) return { index: 0, inner: undefined };
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { i: unknown; c: unknown };
+    if (typeof v.i !== 'number' || !Number.isInteger(v.i) || v.i < 0 || v.i >= count) throw new Error('index');
+    if (v.c !== null && typeof v.c !== 'string') throw new Error('inner');
+    return { index: v.i, inner: v.c ?? undefined };
+  } catch {
+    throw new InvalidInput('invalid cursor');
+  }
+}
+
+/** Every HEAD item, by scanning the base table: for offline operations (verify --all, backup, retention). */
+export async function* allHeads(ctx: ServiceContext): AsyncIterable<HeadItem> {
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.items.scan(cursor ? { cursor } : {});
+    for (const item of page.items) if (item.SK === HEAD_SK && item.type === 'head') yield item as HeadItem;
+    cursor = page.cursor;
+  } while (cursor);
+}
+
+export function requireItem<T extends Item>(item: T | undefined, what: string): T {
+  if (!item) throw new NotFound(`no ${what}`);
+  return item;
+}

@@ -1,0 +1,104 @@
+/**
+ * Principals and bearer tokens. A token is shown once; only its sha256 is stored (TOKEN#{hash}). A
+ * principal's kind (human, agent, service) is fixed when it is first created.
+ */
+import os from 'node:os';
+import { digestHex, sha256 } from '../core/digest.ts';
+import { ConditionFailed, Conflict, InvalidInput, Unauthenticated } from '../core/errors.ts';
+import { randomToken } from '../core/ids.ts';
+import { PRINCIPAL_SK, principalPk, TOKEN_SK, tokenPk } from '../core/keys.ts';
+import { cond } from '../store/item-store.ts';
+import type { ServiceContext } from './context.ts';
+import { PRINCIPAL_KINDS, type Principal, type PrincipalKind } from './model.ts';
+
+const TOKEN_PREFIX = 'alp_';
+
+export function validatePrincipalId(id: unknown): string {
+  if (typeof id !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,127}$/.test(id)) {
+    throw new InvalidInput('principal id must be 1–128 characters of A-Z a-z 0-9 . _ @ : + -');
+  }
+  return id;
+}
+
+export function validatePrincipalKind(kind: unknown): PrincipalKind {
+  if (typeof kind !== 'string' || !(PRINCIPAL_KINDS as readonly string[]).includes(kind)) {
+    throw new InvalidInput(`principal kind must be one of ${PRINCIPAL_KINDS.join(', ')}`);
+  }
+  return kind as PrincipalKind;
+}
+
+function tokenKey(token: string) {
+  return { PK: tokenPk(digestHex(sha256(token))), SK: TOKEN_SK };
+}
+
+/** Creates (or reuses) the principal and a new token for it; returns the token, which is never stored. */
+export async function createToken(
+  ctx: ServiceContext,
+  input: { principal: string; kind: string; label?: string },
+  createdBy: Principal,
+): Promise<{ token: string; principal: Principal }> {
+  const principal: Principal = { id: validatePrincipalId(input.principal), kind: validatePrincipalKind(input.kind) };
+  const now = ctx.clock.now().toISOString();
+  const pKey = { PK: principalPk(principal.id), SK: PRINCIPAL_SK };
+  const existing = await ctx.items.get(pKey, { consistent: true });
+  if (existing && existing.kind !== principal.kind) {
+    throw new Conflict(`principal ${principal.id} exists with kind ${String(existing.kind)}`);
+  }
+  const token = `${TOKEN_PREFIX}${randomToken(32)}`;
+  try {
+    await ctx.items.transactWrite([
+      existing
+        ? { op: 'check', key: pKey, condition: cond.eq('kind', principal.kind) }
+        : {
+            op: 'put',
+            item: { ...pKey, type: 'principal', principal_id: principal.id, kind: principal.kind, created_at: now },
+            condition: cond.notExists(),
+          },
+      {
+        op: 'put',
+        item: {
+          ...tokenKey(token),
+          type: 'token',
+          principal_id: principal.id,
+          kind: principal.kind,
+          created_at: now,
+          created_by: createdBy,
+          ...(input.label ? { label: input.label } : {}),
+        },
+        condition: cond.notExists(),
+      },
+    ]);
+  } catch (e) {
+    if (e instanceof ConditionFailed) throw new Conflict(`principal ${principal.id} changed concurrently; retry`);
+    throw e;
+  }
+  return { token, principal };
+}
+
+/** The principal a bearer token stands for; UNAUTHENTICATED when unknown or revoked. */
+export async function resolveToken(ctx: ServiceContext, token: string): Promise<Principal> {
+  if (typeof token !== 'string' || !token.startsWith(TOKEN_PREFIX) || token.length > 200) throw new Unauthenticated('unknown token');
+  const item = await ctx.items.get(tokenKey(token), { consistent: true });
+  if (!item || item.revoked_at !== undefined) throw new Unauthenticated('unknown token');
+  return { id: item.principal_id as string, kind: item.kind as PrincipalKind };
+}
+
+export async function revokeToken(ctx: ServiceContext, token: string): Promise<void> {
+  await ctx.items
+    .update(tokenKey(token), { set: { revoked_at: ctx.clock.now().toISOString() } }, { condition: cond.exists() })
+    .catch((e) => {
+      if (e instanceof ConditionFailed) throw new InvalidInput('unknown token');
+      throw e;
+    });
+}
+
+/** The CLI's identity when no token is given: the local operator, a human. */
+export function localOperator(): Principal {
+  let name = 'unknown';
+  try {
+    name = os.userInfo().username || name;
+  } catch {
+    name = process.env.USER ?? name;
+  }
+  return { id: `os:${name.replace(/[^A-Za-z0-9._@+-]/g, '_')}`, kind: 'human' };
+}

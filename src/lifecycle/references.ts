@@ -1,0 +1,66 @@
+/**
+ * Which objects the metadata names: the single answer to "what must exist, with which digest" used by
+ * verify, backup manifests, reconciliation and retention. Reads the base table only.
+ */
+import type { Digest } from '../core/digest.ts';
+import { artifactPk } from '../core/keys.ts';
+import type { Item, ItemStore } from '../store/item-store.ts';
+
+export interface ObjectRef {
+  key: string;
+  digest: Digest;
+  size?: number;
+  /** Which item names it, for reports: "ART#id V#0000000001 content". */
+  source: string;
+}
+
+/** The object references one item names (any type); unknown item types name none. */
+export function refsOfItem(item: Item): ObjectRef[] {
+  const where = `${item.PK} ${item.SK}`;
+  const refs: ObjectRef[] = [];
+  const add = (key: unknown, digest: unknown, size: unknown, what: string) => {
+    if (typeof key === 'string' && typeof digest === 'string') {
+      refs.push({ key, digest: digest as Digest, ...(typeof size === 'number' ? { size } : {}), source: `${where} ${what}` });
+    }
+  };
+  switch (item.type) {
+    case 'version':
+      add(item.content_key, item.content_hash, item.size, 'content');
+      add(item.metadata_key, item.metadata_hash, undefined, 'metadata');
+      for (const a of (item.archive_objects as Array<Record<string, unknown>> | undefined) ?? [])
+        add(a.archive_key, a.digest, a.size, 'archive copy');
+      break;
+    case 'execution':
+      for (const [name, o] of Object.entries((item.outputs as Record<string, Record<string, unknown>> | undefined) ?? {})) {
+        add(o.key, o.digest, o.size, `output ${name}`);
+      }
+      for (const a of (item.archive_objects as Array<Record<string, unknown>> | undefined) ?? [])
+        add(a.archive_key, a.digest, a.size, 'archive copy');
+      break;
+    case 'execution_output':
+      add(item.key, item.digest, item.size, `output ${String(item.name)}`);
+      break;
+    case 'head':
+      add(item.provenance_key, item.provenance_hash, undefined, 'provenance document');
+      break;
+  }
+  return refs;
+}
+
+export async function refsOfArtifact(items: ItemStore, artifactId: string): Promise<ObjectRef[]> {
+  const refs: ObjectRef[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await items.query({ pk: artifactPk(artifactId), consistent: true, ...(cursor ? { cursor } : {}) });
+    for (const item of page.items) refs.push(...refsOfItem(item));
+    cursor = page.cursor;
+  } while (cursor);
+  return dedupeRefs(refs);
+}
+
+/** One entry per key; the first source wins (the same key named twice must carry the same digest). */
+export function dedupeRefs(refs: ObjectRef[]): ObjectRef[] {
+  const seen = new Map<string, ObjectRef>();
+  for (const r of refs) if (!seen.has(r.key)) seen.set(r.key, r);
+  return [...seen.values()];
+}

@@ -1,0 +1,41 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const tsxLoader = import.meta.resolve('tsx');
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI from source in a child process (a real process: exit codes, stdout, stderr). */
+export function runAlp(
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string | undefined>; input?: string | Buffer } = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', tsxLoader, path.join(root, 'src/cli/main.ts'), ...args], {
+      cwd: opts.cwd ?? root,
+      env: { ...process.env, ALP_TOKEN: undefined, ALP_DATA: undefined, ALP_NOW: undefined, ...opts.env } as NodeJS.ProcessEnv,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => err.push(d));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
+    );
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** Runs the CLI with --json and parses stdout; fails the test with stderr when it exits non-zero. */
+export async function alpJson<T = Record<string, unknown>>(args: string[], opts: Parameters<typeof runAlp>[1] = {}): Promise<T> {
+  const r = await runAlp([...args, '--json'], opts);
+  if (r.code !== 0) throw new Error(`alp ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
