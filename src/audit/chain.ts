@@ -2,8 +2,9 @@
  * The tamper-evident audit chain (DESIGN §3). Every audit item carries `seq`, `prev_hash` and `hash`
  * (sha256 of its canonical JSON without `hash` and without its declared view fields); the HEAD item
  * holds the artifact's `audit_seq` and `audit_head_hash`. Every audit write goes through
- * `commitAudited`: one transaction holding the domain writes, the audit items, the HEAD update
- * (conditioned on the sequence it read), the maintenance-fence check and the audit sinks' operations.
+ * `commitAudited`: one transaction holding the domain writes, the audit items of one or more artifact
+ * chains, each HEAD update (conditioned on the sequence it read), the maintenance-fence check and the
+ * audit sinks' operations (telemetry).
  */
 import { canonicalDigest } from '../core/canonical-json.ts';
 import { isoTimestamp } from '../core/clock.ts';
@@ -29,23 +30,32 @@ export type AuditType = (typeof AUDIT_TYPES)[number];
 export const VIEW_FIELDS: Record<AuditType, readonly string[]> = {
   transition: [],
   approval: [],
-  execution: ['status', 'exit_code', 'finished_at', 'outputs', 'uploads'],
+  execution: ['status', 'exit_code', 'finished_at', 'outputs', 'archive_objects'],
   execution_output: [],
   execution_finish: [],
   provenance: [],
   compensation: ['state', 'GSI1PK', 'GSI1SK', 'updated_at'],
 };
+/** Upload reservations on execution items (`reserved:{name}`) are views too. */
+export const RESERVATION_PREFIX = 'reserved:';
 
 export function isAuditType(t: unknown): t is AuditType {
   return typeof t === 'string' && (AUDIT_TYPES as readonly string[]).includes(t);
 }
 
-export function auditHash(item: Record<string, unknown>): Digest {
+export function hashedPart(item: Record<string, unknown>): Record<string, unknown> {
   const type = item.type;
-  const copy: Record<string, unknown> = { ...item };
-  delete copy.hash;
-  if (isAuditType(type)) for (const f of VIEW_FIELDS[type]) delete copy[f];
-  return canonicalDigest(copy);
+  const copy: Record<string, unknown> = {};
+  const view = isAuditType(type) ? VIEW_FIELDS[type] : [];
+  for (const [k, v] of Object.entries(item)) {
+    if (k === 'hash' || view.includes(k) || k.startsWith(RESERVATION_PREFIX)) continue;
+    copy[k] = v;
+  }
+  return copy;
+}
+
+export function auditHash(item: Record<string, unknown>): Digest {
+  return canonicalDigest(hashedPart(item));
 }
 
 export interface AuditDraft {
@@ -57,14 +67,19 @@ export interface AuditDraft {
   view?: Record<string, unknown>;
 }
 
-export interface AuditPlan {
+export interface ChainPlan {
+  artifactId: string;
   entries: AuditDraft[];
-  /** Domain writes of the same transaction (version updates, run pointers, ...). */
-  ops?: TransactOp[];
   /** Extra attributes to set on the HEAD in the same update. */
   headSet?: Record<string, unknown>;
   /** For a new artifact: the HEAD to create (audit_seq 0). */
   newHead?: HeadItem;
+}
+
+export interface AuditPlan {
+  chains: ChainPlan[];
+  /** Domain writes of the same transaction (version updates, run pointers, ...). */
+  ops?: TransactOp[];
 }
 
 export interface CommitResult {
@@ -72,7 +87,7 @@ export interface CommitResult {
   timestamp: string;
 }
 
-const MAX_HEAD_RETRIES = 8;
+const MAX_HEAD_RETRIES = 10;
 
 export const fenceKey = { PK: SYS_PK, SK: FENCE_SK };
 
@@ -89,28 +104,31 @@ export async function assertNotFenced(ctx: ServiceContext): Promise<void> {
 
 export async function readHead(ctx: ServiceContext, artifactId: string): Promise<HeadItem> {
   const head = await ctx.items.get({ PK: artifactPk(artifactId), SK: HEAD_SK }, { consistent: true });
-  if (!head) throw new NotFound(`no artifact ${artifactId}`);
+  if (!head || head.type !== 'head') throw new NotFound(`no artifact ${artifactId}`);
   return head as HeadItem;
 }
 
+export type Heads = Record<string, HeadItem>;
+
 /**
- * Reads the HEAD, asks `build` for the plan and commits it; when only the HEAD moved underneath (an
- * unrelated audit write won the race), reads again and rebuilds. Domain conditions that fail become
- * CONFLICT: somebody else changed what this operation read.
+ * Reads the HEADs, asks `build` for the plan and commits it; when only a HEAD moved underneath (an
+ * unrelated audit write won the race) it reads again and rebuilds, so `build` always decides on fresh
+ * state. Domain conditions that fail become CONFLICT: somebody else changed what this operation read.
  */
 export async function runAudited(
   ctx: ServiceContext,
-  artifactId: string,
-  build: (head: HeadItem) => Promise<AuditPlan> | AuditPlan,
+  artifactIds: string[],
+  build: (heads: Heads) => Promise<AuditPlan> | AuditPlan,
 ): Promise<CommitResult> {
   for (let attempt = 0; ; attempt++) {
-    const head = await readHead(ctx, artifactId);
-    const plan = await build(head);
+    const heads: Heads = {};
+    for (const id of artifactIds) heads[id] = await readHead(ctx, id);
+    const plan = await build(heads);
     try {
-      return await commitAudited(ctx, head, plan);
+      return await commitAudited(ctx, heads, plan);
     } catch (e) {
       if (e instanceof HeadMoved && attempt < MAX_HEAD_RETRIES) continue;
-      if (e instanceof HeadMoved) throw new Conflict(`artifact ${artifactId} is busy: too many concurrent writers, retry`);
+      if (e instanceof HeadMoved) throw new Conflict(`artifact ${artifactIds.join(', ')} is busy: too many concurrent writers, retry`);
       throw e;
     }
   }
@@ -118,70 +136,77 @@ export async function runAudited(
 
 class HeadMoved extends Error {}
 
-export async function commitAudited(ctx: ServiceContext, head: HeadItem | undefined, plan: AuditPlan): Promise<CommitResult> {
-  const base = plan.newHead ?? head;
-  if (!base) throw new NotFound('no artifact head');
-  const artifactId = base.artifact_id;
+export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: AuditPlan): Promise<CommitResult> {
   const timestamp = isoTimestamp(ctx.clock.now());
-  let seq = base.audit_seq;
-  let prev: Digest | null = base.audit_head_hash;
   const items: Item[] = [];
-  for (const draft of plan.entries) {
-    seq += 1;
-    const keys = draft.keys(seq, timestamp);
-    const item: Item = {
-      PK: artifactPk(artifactId),
-      ...keys,
-      type: draft.type,
-      artifact_id: artifactId,
-      seq,
-      timestamp,
-      ...draft.fields,
-      prev_hash: prev,
-    };
-    item.hash = auditHash(item);
-    if (draft.view) Object.assign(item, draft.view);
-    prev = item.hash as Digest;
-    items.push(item);
+  const headOps: TransactOp[] = [];
+  const newHeadIds: string[] = [];
+  for (const chain of plan.chains) {
+    const base = chain.newHead ?? heads[chain.artifactId];
+    if (!base) throw new NotFound(`no artifact ${chain.artifactId}`);
+    let seq = base.audit_seq;
+    let prev: Digest | null = base.audit_head_hash;
+    for (const draft of chain.entries) {
+      seq += 1;
+      const item: Item = {
+        PK: artifactPk(chain.artifactId),
+        ...draft.keys(seq, timestamp),
+        type: draft.type,
+        artifact_id: chain.artifactId,
+        seq,
+        timestamp,
+        ...draft.fields,
+        prev_hash: prev,
+      };
+      item.hash = auditHash(item);
+      if (draft.view) Object.assign(item, draft.view);
+      prev = item.hash as Digest;
+      items.push(item);
+    }
+    if (chain.newHead) {
+      newHeadIds.push(chain.artifactId);
+      headOps.push({
+        op: 'put',
+        item: { ...chain.newHead, ...chain.headSet, audit_seq: seq, audit_head_hash: prev },
+        condition: cond.notExists(),
+      });
+    } else {
+      const update: UpdateSpec = { set: { ...chain.headSet, audit_seq: seq, audit_head_hash: prev } };
+      headOps.push({ op: 'update', key: { PK: base.PK, SK: HEAD_SK }, update, condition: cond.eq('audit_seq', base.audit_seq) });
+    }
   }
   const domainOps = plan.ops ?? [];
   const auditOps: TransactOp[] = items.map((item) => ({ op: 'put', item, condition: cond.notExists() }));
-  let headOp: TransactOp;
-  if (plan.newHead) {
-    headOp = { op: 'put', item: { ...plan.newHead, ...plan.headSet, audit_seq: seq, audit_head_hash: prev }, condition: cond.notExists() };
-  } else {
-    const update: UpdateSpec = { set: { ...plan.headSet, audit_seq: seq, audit_head_hash: prev } };
-    headOp = { op: 'update', key: { PK: base.PK, SK: HEAD_SK }, update, condition: cond.eq('audit_seq', base.audit_seq) };
-  }
   const events: AuditEvent[] = items.map((i) => ({
-    event_id: `${artifactId}:${i.seq as number}`,
+    event_id: `${i.artifact_id as string}:${i.seq as number}`,
     type: i.type as string,
-    aggregate_id: artifactId,
+    aggregate_id: i.artifact_id as string,
     timestamp,
   }));
   const sinkParts = await Promise.all(ctx.auditSinks.map((s) => s.opsFor(events)));
-  const core = [...domainOps, ...auditOps, headOp, fenceCheck()];
-  const headIndex = domainOps.length + auditOps.length;
-  const fenceIndex = headIndex + 1;
-  const attempt = async (sinkOps: TransactOp[]) => {
-    await ctx.items.transactWrite([...core, ...sinkOps]);
-  };
+  const core = [...domainOps, ...auditOps, ...headOps, fenceCheck()];
+  const firstHead = domainOps.length + auditOps.length;
+  const fenceIndex = firstHead + headOps.length;
+  const attempt = (sinkOps: TransactOp[]) => ctx.items.transactWrite([...core, ...sinkOps]);
   try {
     try {
       await attempt(sinkParts.flatMap((p) => p.ops));
     } catch (e) {
+      // A sink that cannot take the events (a full queue) never blocks the audit write.
       if (e instanceof ConditionFailed && e.failedIndex !== undefined && e.failedIndex > fenceIndex) {
         await attempt(sinkParts.flatMap((p) => p.fallback));
       } else throw e;
     }
   } catch (e) {
     if (!(e instanceof ConditionFailed)) throw e;
-    if (e.failedIndex === fenceIndex) throw new MaintenanceInProgress();
-    if (e.failedIndex === headIndex) {
-      if (plan.newHead) throw new Conflict(`artifact ${artifactId} already exists`);
+    const i = e.failedIndex;
+    if (i === fenceIndex) throw new MaintenanceInProgress();
+    if (i !== undefined && i >= firstHead && i < fenceIndex) {
+      const chain = plan.chains[i - firstHead];
+      if (chain?.newHead) throw new Conflict(`artifact ${chain.artifactId} already exists`);
       throw new HeadMoved();
     }
-    throw new Conflict(`artifact ${artifactId} changed concurrently; nothing was written`, { failedIndex: e.failedIndex });
+    throw new Conflict('the artifact changed concurrently; nothing was written', { failedIndex: i });
   }
   return { items, timestamp };
 }

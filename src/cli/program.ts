@@ -1,6 +1,9 @@
 import { Command, Option } from 'commander';
 import { registerAdminCommands } from './commands/admin.ts';
 import { registerArtifactCommands } from './commands/artifact.ts';
+import { registerAuditCommands } from './commands/audit.ts';
+import { registerExecCommands } from './commands/exec.ts';
+import { registerLifecycleCommands } from './commands/lifecycle.ts';
 import { registerStartCommand } from './commands/start.ts';
 
 export const ALP_VERSION = '0.1.0';
@@ -17,7 +20,10 @@ export function buildProgram(): Command {
     .exitOverride();
   registerStartCommand(program);
   registerAdminCommands(program);
-  registerArtifactCommands(program);
+  const artifact = registerArtifactCommands(program);
+  registerLifecycleCommands(program, artifact);
+  registerExecCommands(program);
+  registerAuditCommands(program);
   for (const cmd of allCommands(program)) cmd.exitOverride().configureOutput({ outputError: () => {} });
   return program;
 }

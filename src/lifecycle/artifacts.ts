@@ -36,8 +36,6 @@ export interface CreateArtifactInput extends ContentInput {
 export interface CreateOptions {
   contentKeyFor?: (artifactId: string) => string;
   headExtra?: Partial<HeadItem>;
-  /** Extra operations and audit entries on other partitions are not allowed; this runs on the new HEAD only. */
-  ops?: (version: VersionItem) => import('../store/item-store.ts').TransactOp[];
 }
 
 export async function createArtifact(
@@ -46,6 +44,25 @@ export async function createArtifact(
   input: CreateArtifactInput,
   opts: CreateOptions = {},
 ): Promise<{ head: HeadItem; version: VersionItem }> {
+  const { head, version, creation } = await prepareNewArtifact(ctx, actor, input, opts);
+  await commitAudited(
+    ctx,
+    {},
+    {
+      chains: [{ artifactId: head.artifact_id, newHead: head, entries: [creation] }],
+      ops: [{ op: 'put', item: version, condition: cond.notExists() }],
+    },
+  );
+  return { head, version };
+}
+
+/** Stores version 1's content and metadata; the caller commits the returned items (compensation). */
+export async function prepareNewArtifact(
+  ctx: ServiceContext,
+  actor: Principal,
+  input: CreateArtifactInput,
+  opts: CreateOptions = {},
+): Promise<{ head: HeadItem; version: VersionItem; creation: ReturnType<typeof creationTransition> }> {
   const name = validateName(input.name);
   const kind = validateKind(input.kind ?? 'file');
   const labels = validateLabels(input.labels ?? {});
@@ -56,7 +73,22 @@ export async function createArtifact(
   const createdAt = ctx.clock.now().toISOString();
   const key = opts.contentKeyFor ? opts.contentKeyFor(artifactId) : contentKey(artifactId, 1, filename);
   const version = await storeVersionContent(ctx, actor, { artifactId, version: 1, name, kind, labels, filename, key, createdAt, input });
-  const head: HeadItem = {
+  const head = newHeadItem({ artifactId, name, kind, labels, quorum, createdAt, actor, extra: opts.headExtra });
+  return { head, version, creation: creationTransition(version, actor) };
+}
+
+function newHeadItem(a: {
+  artifactId: string;
+  name: string;
+  kind: string;
+  labels: Record<string, string>;
+  quorum: number;
+  createdAt: string;
+  actor: Principal;
+  extra: Partial<HeadItem> | undefined;
+}): HeadItem {
+  const { artifactId, name, kind, labels, quorum, createdAt, actor } = a;
+  return {
     PK: artifactPk(artifactId),
     SK: HEAD_SK,
     GSI1PK: nameGsiPk(name),
@@ -72,14 +104,8 @@ export async function createArtifact(
     audit_head_hash: null,
     created_at: createdAt,
     created_by: actor,
-    ...opts.headExtra,
+    ...a.extra,
   };
-  await commitAudited(ctx, undefined, {
-    newHead: head,
-    ops: [{ op: 'put', item: version, condition: cond.notExists() }, ...(opts.ops ? opts.ops(version) : [])],
-    entries: [creationTransition(version, actor)],
-  });
-  return { head, version };
 }
 
 export async function addVersion(ctx: ServiceContext, actor: Principal, artifactId: string, input: ContentInput): Promise<VersionItem> {
@@ -102,9 +128,12 @@ export async function addVersion(ctx: ServiceContext, actor: Principal, artifact
     createdAt,
     input,
   });
-  await runAudited(ctx, artifactId, (current) => {
-    if (current.archived) throw new Conflict(`artifact ${artifactId} was archived meanwhile`);
-    return { ops: [{ op: 'put', item: version, condition: cond.notExists() }], entries: [creationTransition(version, actor)] };
+  await runAudited(ctx, [artifactId], (heads) => {
+    if (heads[artifactId]?.archived) throw new Conflict(`artifact ${artifactId} was archived meanwhile`);
+    return {
+      chains: [{ artifactId, entries: [creationTransition(version, actor)] }],
+      ops: [{ op: 'put', item: version, condition: cond.notExists() }],
+    };
   });
   return version;
 }

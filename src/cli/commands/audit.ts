@@ -1,0 +1,144 @@
+import type { Command } from 'commander';
+import { history } from '../../audit/history.ts';
+import { type ChainReport, verifyArtifactAudit } from '../../audit/verify.ts';
+import { ExitCode, UsageError } from '../../core/errors.ts';
+import { allHeads } from '../../lifecycle/artifacts.ts';
+import { addProvenance, inTotoStatement, listProvenance, provenanceStepView } from '../../lifecycle/provenance.ts';
+import { type IndexQuery, queryIndex } from '../../lifecycle/queries.ts';
+import { progressBar } from '../progress.ts';
+import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+export function registerAuditCommands(program: Command): void {
+  program
+    .command('history <id>')
+    .description('the merged, ordered audit history of an artifact')
+    .action(async (id: string, _o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const entries = await history(rt.ctx, id);
+        output(rt.opts, { artifact_id: id, entries }, () =>
+          entries.map((e) => {
+            const actor = (e.actor ?? e.started_by ?? e.finished_by ?? e.uploaded_by ?? e.recorded_by ?? e.created_by) as
+              | { id: string }
+              | string
+              | undefined;
+            const who = typeof actor === 'string' ? actor : actor?.id;
+            const what =
+              e.type === 'transition'
+                ? `v${String(e.version)} ${String(e.from ?? '∅')} → ${String(e.to)}${e.reason ? ` (${String(e.reason)})` : ''}`
+                : e.type === 'approval'
+                  ? `v${String(e.version)} ${String(e.decision)} evidence=${String(e.evidence_ref)}${e.counted ? '' : ` not counted: ${String(e.not_counted_reason)}`}`
+                  : e.type === 'provenance'
+                    ? `step ${String(e.step)} ${String(e.action)}`
+                    : `${String(e.run_id ?? e.comp_artifact_id ?? '')} ${String(e.name ?? e.status ?? '')}`;
+            return `${String(e.seq).padStart(5)}  ${String(e.timestamp)}  ${String(e.type).padEnd(16)} ${String(who ?? '').padEnd(16)} ${what}`;
+          }),
+        );
+      }),
+    );
+
+  const audit = program.command('audit').description('the tamper-evident audit chain');
+  audit
+    .command('verify [id]')
+    .description('recompute every chain (one artifact, or all) and name the first broken link')
+    .action(async (id: string | undefined, _o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const ids: string[] = [];
+        if (id) ids.push(id);
+        else for await (const h of allHeads(rt.ctx)) ids.push(h.artifact_id);
+        const bar = progressBar('audit', rt.opts.json);
+        bar.total?.(ids.length);
+        const reports: ChainReport[] = [];
+        for (const a of ids) {
+          reports.push(await verifyArtifactAudit(rt.ctx, a));
+          bar.tick?.(1);
+        }
+        bar.stop();
+        const broken = reports.filter((r) => !r.ok);
+        const summary = { artifacts: reports.length, entries: reports.reduce((n, r) => n + r.entries, 0), ok: broken.length === 0, broken };
+        output(rt.opts, summary, () => [
+          `${reports.length} chain(s), ${summary.entries} entries: ${broken.length === 0 ? 'intact' : `${broken.length} broken`}`,
+          ...broken.flatMap((r) => r.findings.map((f) => `BROKEN ${f.row}: ${f.problem}`)),
+        ]);
+        const first = broken[0]?.findings[0];
+        if (first) {
+          process.stderr.write(`alp: INTEGRITY: audit chain broken at ${first.row}: ${first.problem}\n`);
+          process.exitCode = ExitCode.INTEGRITY;
+        }
+      }),
+    );
+
+  const prov = program.command('provenance').description('provenance steps of an artifact');
+  prov
+    .command('add <id>')
+    .description('append a provenance step')
+    .requiredOption('--action <action>', 'what was done')
+    .option('--actor <who>', 'who did it (default: the caller)')
+    .option('--input <digest>', 'an input digest (repeatable)', collect, [])
+    .option('--output <digest>', 'an output digest (repeatable)', collect, [])
+    .option('--tool <name@version>', 'tool identity')
+    .option('--model <id>', 'model identity')
+    .option('--note <text>', 'note')
+    .action(async (id: string, o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const step = await addProvenance(rt.ctx, await actingPrincipal(rt), id, {
+          action: o.action,
+          actor: o.actor,
+          inputs: o.input,
+          outputs: o.output,
+          tool: o.tool,
+          model: o.model,
+          note: o.note,
+        });
+        output(rt.opts, provenanceStepView(step), () => `step ${String(step.step)} ${String(step.action)} recorded`);
+      }),
+    );
+  prov
+    .command('show <id>')
+    .description('the provenance chain, or an in-toto Statement (SLSA Provenance v1)')
+    .option('--format <format>', 'json | in-toto', 'json')
+    .action(async (id: string, o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        if (o.format === 'in-toto') {
+          process.stdout.write(`${JSON.stringify(await inTotoStatement(rt.ctx, id), null, 2)}\n`);
+          return;
+        }
+        if (o.format !== 'json') throw new UsageError('--format is json or in-toto');
+        const steps = (await listProvenance(rt.ctx, id)).map(provenanceStepView);
+        output(rt.opts, { artifact_id: id, steps }, () =>
+          steps.map((s) => `${String(s.step).padStart(4)}  ${String(s.timestamp)}  ${String(s.actor)}  ${String(s.action)}`),
+        );
+      }),
+    );
+
+  const query = program.command('query').description('the GSI1 access patterns of RFC-012 §9.1, paginated');
+  const patterns: Array<[IndexQuery, string, string]> = [
+    ['transitions', '--date <yyyy-mm-dd>', 'transitions on a day'],
+    ['approvals', '--approver <id>', 'approvals and rejections by a principal'],
+    ['runs', '--date <yyyy-mm-dd>', 'executions started on a day'],
+    ['provenance', '--date <yyyy-mm-dd>', 'provenance steps recorded on a day'],
+    ['compensations', '--state <state>', 'compensations by the state of their artifact'],
+  ];
+  for (const [kind, flag, description] of patterns) {
+    query
+      .command(kind)
+      .description(description)
+      .requiredOption(flag, 'key')
+      .option('--limit <n>', 'page size (1–1000)', '50')
+      .option('--cursor <cursor>', 'continue from a previous page')
+      .action(async (o, cmd: Command) =>
+        withRuntime(cmd, async (rt) => {
+          const key = (o.date ?? o.approver ?? o.state) as string;
+          const page = await queryIndex(rt.ctx, kind, key, {
+            limit: parseIntOption('--limit', o.limit, { min: 1, max: 1000 }),
+            cursor: o.cursor,
+          });
+          output(rt.opts, page, () => [
+            ...page.items.map((i) => `${String(i.artifact_id)}  ${String(i.timestamp)}  ${String(i.type)}`),
+            ...(page.cursor ? [`next page: --cursor ${page.cursor}`] : []),
+          ]);
+        }),
+      );
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Compensation: a rollback artifact with its own ULID and lifecycle, stored as
+ * `artifacts/{id}/v{n}/rollback-{filename}` beside the version it compensates. Creating it moves that
+ * version to COMPENSATING and writes the Compensation item (COMP#, GSI1 COMP_STATE#) in the same
+ * transaction; the item follows the compensation artifact's state, and its execution settles the
+ * compensated version (COMPENSATED, or back to the prior state).
+ */
+import { runAudited } from '../audit/chain.ts';
+import { Conflict } from '../core/errors.ts';
+import { compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK } from '../core/keys.ts';
+import { rollbackKey, validateFilename } from '../core/object-keys.ts';
+import { cond } from '../store/item-store.ts';
+import { type ContentInput, prepareNewArtifact } from './artifacts.ts';
+import type { ServiceContext } from './context.ts';
+import type { HeadItem, Principal, VersionItem } from './model.ts';
+import { merge, planMove } from './transitions.ts';
+import { validateVersionNumber } from './validation.ts';
+import { readVersion } from './versions.ts';
+
+export interface CompensationResult {
+  compensation: HeadItem;
+  version: VersionItem;
+  compensated: VersionItem;
+}
+
+export async function compensate(
+  ctx: ServiceContext,
+  actor: Principal,
+  artifactId: string,
+  version: number,
+  input: ContentInput & { reason?: string },
+): Promise<CompensationResult> {
+  const n = validateVersionNumber(version);
+  const filename = validateFilename(input.filename);
+  const target = await readVersion(ctx.items, artifactId, n);
+  if (target.state !== 'EXECUTED' && target.state !== 'FAILED') {
+    throw new Conflict(`version ${n} is ${target.state}; only EXECUTED or FAILED versions can be compensated`);
+  }
+  const key = rollbackKey(artifactId, n, filename);
+  if (await ctx.content.head(key)) throw new Conflict(`${key} already exists; use another --filename for a new compensation`);
+  const origHead = await import('../audit/chain.ts').then((m) => m.readHead(ctx, artifactId));
+  const prepared = await prepareNewArtifact(
+    ctx,
+    actor,
+    {
+      name: `${origHead.name} (compensation of v${n})`,
+      kind: 'compensation',
+      filename,
+      body: input.body,
+      expectedDigest: input.expectedDigest,
+      maxBytes: input.maxBytes,
+      quorum: origHead.quorum,
+    },
+    { contentKeyFor: () => key, headExtra: { compensates: { artifact_id: artifactId, version: n } } },
+  );
+  const compId = prepared.head.artifact_id;
+  await runAudited(ctx, [artifactId], async (heads) => {
+    const head = heads[artifactId] as HeadItem;
+    const v = await readVersion(ctx.items, artifactId, n);
+    const at = ctx.clock.now().toISOString();
+    const move = planMove(head, v, 'COMPENSATING', 'compensation', actor, at, {
+      reason: input.reason ?? `compensation ${compId} created`,
+      set: { compensating_from: v.state },
+      fields: { compensation_artifact_id: compId },
+    });
+    const compEntry = {
+      type: 'compensation' as const,
+      keys: (_seq: number, _ts: string) => ({ SK: compensationSk(compId), GSI1SK: createdGsiSk(prepared.version.created_at, artifactId) }),
+      fields: {
+        comp_artifact_id: compId,
+        version: n,
+        filename,
+        content_key: key,
+        content_hash: prepared.version.content_hash,
+        size: prepared.version.size,
+        created_by: actor,
+      },
+      view: { state: 'DRAFT', GSI1PK: compStateGsiPk('DRAFT'), updated_at: at },
+    };
+    const plan = merge({ ops: [], entries: [compEntry] }, move);
+    return {
+      chains: [
+        { artifactId, entries: plan.entries },
+        { artifactId: compId, newHead: prepared.head, entries: [prepared.creation] },
+      ],
+      ops: [...plan.ops, { op: 'put', item: prepared.version, condition: cond.notExists() }],
+    };
+  });
+  return {
+    compensation: (await ctx.items.get({ PK: prepared.head.PK, SK: HEAD_SK })) as HeadItem,
+    version: prepared.version,
+    compensated: await readVersion(ctx.items, artifactId, n),
+  };
+}

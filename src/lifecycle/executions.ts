@@ -1,0 +1,244 @@
+/**
+ * Executions: start (APPROVED → EXECUTING after re-checking the approvals), streamed uploads of
+ * output.json / stdout.log / stderr.log, and finish (→ EXECUTED or FAILED). A finished compensation
+ * also settles the version it compensates.
+ *
+ * Uploads reserve their object key on the execution item before any byte is written (`reserved:{name}`),
+ * so two uploads never write the same key and an interrupted one is visible as in-flight.
+ */
+
+import { assertNotFenced, RESERVATION_PREFIX, readHead, runAudited } from '../audit/chain.ts';
+import type { Body } from '../content/content-store.ts';
+import { isoDate, isoTimestamp } from '../core/clock.ts';
+import { ConditionFailed, Conflict, InvalidInput, NotFound } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import { artifactPk, eventGsiSk, executionSk, RUN_POINTER_SK, runGsiPk, runPk } from '../core/keys.ts';
+import { EXECUTION_OUTPUTS, type ExecutionOutput, executionKey } from '../core/object-keys.ts';
+import { cond, type Item } from '../store/item-store.ts';
+import { countingApprovals, listApprovals } from './approvals.ts';
+import { compensationOutcome } from './compensation-outcome.ts';
+import type { ServiceContext } from './context.ts';
+import type { HeadItem, Principal } from './model.ts';
+import { merge, planMove } from './transitions.ts';
+import { validateVersionNumber } from './validation.ts';
+import { readVersion } from './versions.ts';
+
+/** An interrupted upload's reservation may be taken over after this long. */
+export const UPLOAD_RESERVATION_TTL_MS = 60 * 60 * 1000;
+
+export interface ExecutionItem extends Item {
+  type: 'execution';
+  artifact_id: string;
+  version: number;
+  run_id: string;
+  status: 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+  started_by: Principal;
+  content_hash: string;
+  outputs: Record<string, { key: string; digest: string; size: number }>;
+  exit_code?: number;
+  finished_at?: string;
+}
+
+export async function startExecution(ctx: ServiceContext, actor: Principal, artifactId: string, version: number): Promise<ExecutionItem> {
+  const n = validateVersionNumber(version);
+  await assertNotFenced(ctx);
+  const runId = newId(ctx.clock);
+  await runAudited(ctx, [artifactId], async (heads) => {
+    const head = heads[artifactId] as HeadItem;
+    const v = await readVersion(ctx.items, artifactId, n);
+    const now = ctx.clock.now();
+    if (v.state === 'APPROVED') {
+      const valid = countingApprovals(await listApprovals(ctx, artifactId), v, now);
+      if (valid.length < head.quorum) {
+        throw new Conflict(
+          `version ${n} no longer has ${head.quorum} valid approval(s) binding ${v.content_hash} (${valid.length} unexpired); propose it again for fresh approvals`,
+          { valid: valid.length, quorum: head.quorum },
+        );
+      }
+    }
+    const at = isoTimestamp(now);
+    const move = planMove(head, v, 'EXECUTING', 'execution', actor, at, {
+      reason: `run ${runId}`,
+      set: { current_run: runId },
+      fields: { run_id: runId },
+    });
+    const exec = {
+      type: 'execution' as const,
+      keys: (_seq: number, ts: string) => ({
+        SK: executionSk(runId),
+        GSI1PK: runGsiPk(isoDate(new Date(ts))),
+        GSI1SK: eventGsiSk(ts, artifactId),
+      }),
+      fields: { run_id: runId, version: n, started_by: actor, content_hash: v.content_hash },
+      view: { status: 'RUNNING', outputs: {} },
+    };
+    const pointer = { PK: runPk(runId), SK: RUN_POINTER_SK, type: 'run_pointer', run_id: runId, artifact_id: artifactId, version: n };
+    const plan = merge({ ops: [{ op: 'put', item: pointer, condition: cond.notExists() }], entries: [exec] }, move);
+    return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
+  });
+  return readExecution(ctx, runId);
+}
+
+export async function readExecution(ctx: ServiceContext, runId: string): Promise<ExecutionItem> {
+  if (typeof runId !== 'string' || !/^[0-9A-HJKMNP-TV-Z]{26}$/.test(runId)) throw new NotFound(`no run ${String(runId).slice(0, 40)}`);
+  const pointer = await ctx.items.get({ PK: runPk(runId), SK: RUN_POINTER_SK }, { consistent: true });
+  if (!pointer) throw new NotFound(`no run ${runId}`);
+  const exec = await ctx.items.get({ PK: artifactPk(pointer.artifact_id as string), SK: executionSk(runId) }, { consistent: true });
+  if (!exec) throw new NotFound(`no run ${runId}`);
+  return exec as ExecutionItem;
+}
+
+export function validateOutputName(name: string): ExecutionOutput {
+  if (!(EXECUTION_OUTPUTS as readonly string[]).includes(name))
+    throw new InvalidInput(`output must be one of ${EXECUTION_OUTPUTS.join(', ')}`);
+  return name as ExecutionOutput;
+}
+
+export async function uploadOutput(
+  ctx: ServiceContext,
+  actor: Principal,
+  runId: string,
+  name: string,
+  body: Body,
+  opts: { maxBytes?: number; expectedDigest?: import('../core/digest.ts').Digest } = {},
+): Promise<{ key: string; digest: string; size: number }> {
+  const output = validateOutputName(name);
+  await assertNotFenced(ctx);
+  const exec = await readExecution(ctx, runId);
+  if (exec.status !== 'RUNNING') throw new Conflict(`run ${runId} is ${exec.status}; outputs can only be uploaded while it runs`);
+  if (exec.outputs[output]) throw new Conflict(`run ${runId} already has ${output}; outputs are immutable`);
+  const reservation = `${RESERVATION_PREFIX}${output}`;
+  const now = ctx.clock.now();
+  // The reservation holds the time it was taken; an interrupted upload's reservation can be taken over
+  // once it is older than UPLOAD_RESERVATION_TTL_MS (conditioned on that exact value).
+  const existing = exec[reservation] as string | undefined;
+  if (existing && now.getTime() - new Date(existing).getTime() <= UPLOAD_RESERVATION_TTL_MS) {
+    throw new Conflict(`an upload of ${output} for run ${runId} is in progress`);
+  }
+  try {
+    await ctx.items.update(
+      { PK: exec.PK, SK: exec.SK },
+      { set: { [reservation]: isoTimestamp(now) } },
+      { condition: cond.and(cond.eq('status', 'RUNNING'), existing ? cond.eq(reservation, existing) : cond.attrNotExists(reservation)) },
+    );
+  } catch (e) {
+    if (e instanceof ConditionFailed) throw new Conflict(`an upload of ${output} for run ${runId} is in progress, or the run finished`);
+    throw e;
+  }
+  const key = executionKey(runId, output);
+  const put = await ctx.content.put(key, body, {
+    ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
+    ...(opts.expectedDigest ? { expectedDigest: opts.expectedDigest } : {}),
+  });
+  const record = { key, digest: put.digest, size: put.size };
+  await runAudited(ctx, [exec.artifact_id], async () => {
+    const current = await readExecution(ctx, runId);
+    if (current.status !== 'RUNNING') throw new Conflict(`run ${runId} finished while ${output} was uploading`);
+    if (current.outputs[output]) throw new Conflict(`run ${runId} already has ${output}`);
+    return {
+      chains: [
+        {
+          artifactId: exec.artifact_id,
+          entries: [
+            {
+              type: 'execution_output',
+              keys: () => ({ SK: `${executionSk(runId)}#OUTPUT#${output}` }),
+              fields: { run_id: runId, name: output, ...record, uploaded_by: actor },
+            },
+          ],
+        },
+      ],
+      ops: [
+        {
+          op: 'update',
+          key: { PK: current.PK, SK: current.SK },
+          update: { set: { outputs: { ...current.outputs, [output]: record } } },
+          condition: cond.eq('status', 'RUNNING'),
+        },
+      ],
+    };
+  });
+  return record;
+}
+
+export async function finishExecution(
+  ctx: ServiceContext,
+  actor: Principal,
+  runId: string,
+  input: { status: string; exitCode: number },
+): Promise<ExecutionItem> {
+  if (input.status !== 'SUCCEEDED' && input.status !== 'FAILED') throw new InvalidInput('status must be SUCCEEDED or FAILED');
+  if (!Number.isInteger(input.exitCode) || input.exitCode < -2147483648 || input.exitCode > 2147483647)
+    throw new InvalidInput('exit code must be an integer');
+  const status = input.status;
+  const exec0 = await readExecution(ctx, runId);
+  const head0 = await readHead(ctx, exec0.artifact_id);
+  const ids = [exec0.artifact_id, ...(head0.compensates ? [head0.compensates.artifact_id] : [])];
+  await runAudited(ctx, ids, async (heads) => {
+    const head = heads[exec0.artifact_id] as HeadItem;
+    const exec = await readExecution(ctx, runId);
+    if (exec.status !== 'RUNNING') throw new Conflict(`run ${runId} already finished (${exec.status})`);
+    const v = await readVersion(ctx.items, exec.artifact_id, exec.version);
+    const at = ctx.clock.now().toISOString();
+    const to = status === 'SUCCEEDED' ? 'EXECUTED' : 'FAILED';
+    const move = planMove(head, v, to, 'execution', actor, at, {
+      reason: `run ${runId} ${status.toLowerCase()} with exit code ${input.exitCode}`,
+      remove: ['current_run'],
+      fields: { run_id: runId },
+    });
+    const finish = {
+      type: 'execution_finish' as const,
+      keys: () => ({ SK: `${executionSk(runId)}#FINISH` }),
+      fields: { run_id: runId, status, exit_code: input.exitCode, finished_by: actor, outputs: exec.outputs },
+    };
+    const viewUpdate = {
+      op: 'update' as const,
+      key: { PK: exec.PK, SK: exec.SK },
+      update: { set: { status, exit_code: input.exitCode, finished_at: at } },
+      condition: cond.eq('status', 'RUNNING'),
+    };
+    const plan = merge({ ops: [viewUpdate], entries: [finish] }, move);
+    const chains = [{ artifactId: exec.artifact_id, entries: plan.entries }];
+    const ops = [...plan.ops];
+    if (head.compensates) {
+      const outcome = await compensationOutcome(ctx, heads, head, status, actor, at);
+      chains.push(outcome.chain);
+      ops.push(...outcome.ops);
+    }
+    return { chains, ops };
+  });
+  return readExecution(ctx, runId);
+}
+
+export async function listExecutions(ctx: ServiceContext, artifactId: string): Promise<ExecutionItem[]> {
+  const out: ExecutionItem[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.items.query({
+      pk: artifactPk(artifactId),
+      sk: { beginsWith: 'EXEC#' },
+      consistent: true,
+      ...(cursor ? { cursor } : {}),
+    });
+    out.push(...(page.items.filter((i) => i.type === 'execution') as ExecutionItem[]));
+    cursor = page.cursor;
+  } while (cursor);
+  return out;
+}
+
+export function executionView(e: ExecutionItem): Record<string, unknown> {
+  const reservations = Object.keys(e).filter((k) => k.startsWith(RESERVATION_PREFIX) && !e.outputs[k.slice(RESERVATION_PREFIX.length)]);
+  return {
+    run_id: e.run_id,
+    artifact_id: e.artifact_id,
+    version: e.version,
+    status: e.status,
+    started_at: e.timestamp,
+    started_by: e.started_by,
+    content_hash: e.content_hash,
+    outputs: e.outputs,
+    ...(e.exit_code !== undefined ? { exit_code: e.exit_code } : {}),
+    ...(e.finished_at ? { finished_at: e.finished_at } : {}),
+    ...(reservations.length ? { uploads_in_progress: reservations.map((r) => r.slice(RESERVATION_PREFIX.length)) } : {}),
+  };
+}
