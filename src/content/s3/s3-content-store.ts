@@ -1,10 +1,653 @@
-import type { ContentConfig } from '../../core/config.ts';
-import { InternalError } from '../../core/errors.ts';
-import type { ContentStore } from '../content-store.ts';
+/**
+ * ContentStore on Amazon S3 (AWS SDK v3). Keys live under the configured prefix of one bucket.
+ *
+ * PUT WITHOUT A TEMPORARY KEY. A put must leave nothing at the key when the bytes do not match the
+ * expected digest, exceed maxBytes or the body fails, and the digest of a stream is only known at its
+ * end. Instead of uploading to a temporary key and copying (3 requests and twice the bytes moved for
+ * every object, UploadPartCopy above 5 GB, and leftovers to clean), the body is streamed straight to
+ * the final key through @aws-sdk/lib-storage Upload with the hashing and the checks INSIDE the stream
+ * Upload reads (one pass): the stream only ends cleanly after the whole body was hashed and the digest
+ * and size checked; any failure errors the stream instead. Upload sends the object only when the stream
+ * has ended: a body of up to one part (8 MiB) as a single PutObject after the end, a larger one as a
+ * multipart upload whose CompleteMultipartUpload comes only after the last part, i.e. after the end.
+ * S3 makes an object visible only when PutObject or CompleteMultipartUpload succeeds, and atomically
+ * replaces any previous object, so a failed put leaves the key as it was (nothing, for a new key) and
+ * never a partial object. Memory stays bounded: partSize 8 MiB, queueSize 2.
+ * A failed multipart upload is aborted; the parts of one whose abort failed or whose writer died are
+ * invisible (never listed, never read) and only cost storage until cleanupInterrupted() aborts them or a
+ * bucket lifecycle rule (AbortIncompleteMultipartUpload) does.
+ *
+ * Reads verify the whole object, even for a range (content-store.ts): get streams the complete object
+ * through VerifyingStream, which forwards the range and withholds the tail until the digest matched.
+ * Copies stream the verified source into a verified put (so a corrupted source writes nothing, and the
+ * target can be written in any storage class, GLACIER included, without reading it back).
+ *
+ * Storage classes: STANDARD, STANDARD_IA, GLACIER are set on put and copy; head and listings report
+ * S3's class mapped onto those three (S3 omits it for STANDARD). Reading a GLACIER object needs a
+ * restore first: get then fails with Conflict (restoreRequired). Delete on a versioned bucket only
+ * adds a delete marker: use an unversioned bucket (or a noncurrent-version expiration rule).
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  DeleteBucketLifecycleCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  type DeleteObjectsCommandOutput,
+  GetBucketLifecycleConfigurationCommand,
+  GetObjectCommand,
+  type GetObjectCommandOutput,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  type ListObjectsV2CommandOutput,
+  PutBucketLifecycleConfigurationCommand,
+  S3Client,
+  type S3ClientConfig,
+  type LifecycleRule as S3LifecycleRule,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { type Clock, systemClock } from '../../core/clock.ts';
+import { type ContentConfig, describeContent } from '../../core/config.ts';
+import { type Digest, DigestAccumulator } from '../../core/digest.ts';
+import { AlpError, Conflict, IntegrityError, InternalError, InvalidInput, NotFound, Throttled, TooLarge } from '../../core/errors.ts';
+import { MAX_KEY_BYTES, validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
+import {
+  type Body,
+  type ContentStore,
+  type GetOptions,
+  type ListPage,
+  listAll,
+  type ObjectInfo,
+  type PutOptions,
+  type PutResult,
+  type StorageClass,
+} from '../content-store.ts';
+import { VerifyingStream } from '../verify-stream.ts';
 
-// Placeholder until the S3 engine lands (issue 5).
-export const S3ContentStore = {
-  async open(_config: Extract<ContentConfig, { engine: 's3' }>): Promise<ContentStore> {
-    throw new InternalError('the S3 engine is not built yet');
-  },
-};
+export const PART_SIZE = 8 * 1024 * 1024;
+export const QUEUE_SIZE = 2;
+const MAX_LIST_KEYS = 1000;
+const MAX_DELETE_KEYS = 1000;
+/** Multipart uploads older than this are considered abandoned by cleanupInterrupted. */
+export const ABANDONED_UPLOAD_MS = 60 * 60 * 1000;
+const STORAGE_CLASSES: readonly StorageClass[] = ['STANDARD', 'STANDARD_IA', 'GLACIER'];
+
+export interface S3Options {
+  /** Credentials for the client; default: the SDK's default chain (environment, profile, role). */
+  credentials?: S3ClientConfig['credentials'];
+  /** The clock that decides when an interrupted upload is old enough to abort. */
+  clock?: Clock;
+  /** Multipart part size (at least 5 MiB; default 8 MiB) and parts in flight (default 2). */
+  partSize?: number;
+  queueSize?: number;
+  /** SDK attempts per request, including the first (default 5; the SDK backs off with jitter). */
+  maxAttempts?: number;
+  /** Socket timeout per request (default 60 s). */
+  requestTimeoutMs?: number;
+}
+
+/** A bucket lifecycle rule of this store, with prefixes relative to the store's prefix. */
+export interface LifecycleRule {
+  /** Unique among this store's rules: letters, digits, '.', '_', '-' (at most 64). */
+  id: string;
+  /** Key prefix the rule applies to, relative to the store ('' = every object of the store). */
+  prefix: string;
+  transitions?: Array<{ days: number; storageClass: Exclude<StorageClass, 'STANDARD'> }>;
+  expirationDays?: number;
+  abortIncompleteMultipartUploadDays?: number;
+}
+
+/** The S3 endpoint does not implement bucket lifecycle configuration (s3rver, some S3 clones). */
+export class LifecycleNotSupported extends InternalError {
+  constructor(bucket: string, cause: unknown) {
+    super(`the S3 endpoint does not implement bucket lifecycle configuration (bucket ${bucket}): apply the rules another way`, { cause });
+  }
+}
+
+interface S3Error extends Error {
+  Code?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+export class S3ContentStore implements ContentStore {
+  readonly engine = 's3';
+  readonly hasStorageClasses = true;
+  readonly location: string;
+  readonly bucket: string;
+  readonly prefix: string;
+  private readonly counters = new Map<string, number>();
+  private readonly clock: Clock;
+  private readonly partSize: number;
+  private readonly queueSize: number;
+  private readonly ruleNamespace: string;
+
+  private constructor(
+    config: Extract<ContentConfig, { engine: 's3' }>,
+    readonly client: S3Client,
+    opts: S3Options,
+  ) {
+    this.bucket = config.bucket;
+    this.prefix = config.prefix;
+    this.location = describeContent(config);
+    this.clock = opts.clock ?? systemClock;
+    this.partSize = opts.partSize ?? PART_SIZE;
+    this.queueSize = opts.queueSize ?? QUEUE_SIZE;
+    if (!Number.isInteger(this.partSize) || this.partSize < 5 * 1024 * 1024) throw new InvalidInput('partSize must be at least 5 MiB');
+    if (!Number.isInteger(this.queueSize) || this.queueSize < 1) throw new InvalidInput('queueSize must be at least 1');
+    this.ruleNamespace = `alp-${createHash('sha256').update(`${this.bucket}/${this.prefix}`).digest('hex').slice(0, 12)}-`;
+    // Counts every attempt of every S3 operation, including those lib-storage sends: it runs inside
+    // the SDK's retry loop.
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const name = String(context.commandName ?? 'Unknown').replace(/Command$/, '');
+        this.bump(name);
+        return next(args);
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'alpRequestCounter' },
+    );
+  }
+
+  /** Opens the engine without any request (the bucket must exist; a missing bucket fails each call clearly). */
+  static async open(config: Extract<ContentConfig, { engine: 's3' }>, opts: S3Options = {}): Promise<S3ContentStore> {
+    if (config.prefix !== '') {
+      if (!config.prefix.endsWith('/')) throw new InvalidInput(`the S3 prefix must end with "/": ${JSON.stringify(config.prefix)}`);
+      validateListPrefix(config.prefix);
+    }
+    const client = new S3Client({
+      region: config.region,
+      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+      ...(opts.credentials ? { credentials: opts.credentials } : {}),
+      forcePathStyle: true,
+      // Otherwise the SDK sends streamed bodies aws-chunked with trailing checksums, which S3 clones
+      // such as s3rver store verbatim (framing included). ALP verifies its own sha256 on every read.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      maxAttempts: opts.maxAttempts ?? 5,
+      requestHandler: { requestTimeout: opts.requestTimeoutMs ?? 60_000, connectionTimeout: 5_000 },
+    });
+    return new S3ContentStore(config, client, opts);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Objects
+
+  async put(key: string, body: Body, opts: PutOptions = {}): Promise<PutResult> {
+    validateObjectKey(key);
+    const storageClass = opts.storageClass === undefined ? undefined : checkStorageClass(opts.storageClass);
+    const { maxBytes, expectedDigest, signal } = opts;
+    if (maxBytes !== undefined && (!Number.isSafeInteger(maxBytes) || maxBytes < 0))
+      throw new InvalidInput('maxBytes must be a non-negative integer');
+    signal?.throwIfAborted();
+
+    let failure: unknown;
+    let result: PutResult | undefined;
+    // The one pass over the body: hash, count, check; the stream ends cleanly only when all checks passed.
+    async function* checked(): AsyncGenerator<Buffer> {
+      const acc = new DigestAccumulator();
+      try {
+        for await (const chunk of body) {
+          signal?.throwIfAborted();
+          const buf = toBuffer(chunk);
+          acc.update(buf);
+          if (maxBytes !== undefined && acc.size > maxBytes) {
+            throw new TooLarge(`content exceeds the limit of ${maxBytes} bytes`, { limit: maxBytes });
+          }
+          if (buf.length > 0) yield buf;
+        }
+        const digest = acc.digest();
+        if (expectedDigest && expectedDigest !== digest) {
+          throw new IntegrityError(`content does not match the expected digest ${expectedDigest} (got ${digest})`, {
+            key,
+            expected: expectedDigest,
+            actual: digest,
+          });
+        }
+        result = { digest, size: acc.size };
+      } catch (e) {
+        failure ??= e;
+        throw e;
+      }
+    }
+
+    const source = Readable.from(checked(), { objectMode: false, highWaterMark: 1 << 20 });
+    const abort = new AbortController();
+    const onAbort = () => abort.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const upload = new Upload({
+      client: this.client,
+      params: {
+        Bucket: this.bucket,
+        Key: this.fullKey(key),
+        Body: source,
+        ContentType: 'application/octet-stream',
+        ...(storageClass ? { StorageClass: storageClass } : {}),
+      },
+      partSize: this.partSize,
+      queueSize: this.queueSize,
+      leavePartsOnError: false,
+      abortController: abort,
+    });
+    try {
+      await upload.done();
+    } catch (e) {
+      // The body's own failure (IntegrityError, TooLarge, the client's error) wins over whatever
+      // Upload made of it, e.g. a failed abort on servers without AbortMultipartUpload.
+      if (failure !== undefined) throw failure;
+      if (signal?.aborted) throw signal.reason;
+      throw this.mapError(e, key);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      source.destroy();
+    }
+    if (!result) throw new InternalError(`upload of ${key} finished before its body was fully read`);
+    this.bump('bytesWritten', result.size);
+    return result;
+  }
+
+  async get(key: string, expectedDigest: Digest, opts: GetOptions = {}): Promise<Readable> {
+    validateObjectKey(key);
+    checkRangeArgs(opts);
+    let out: GetObjectCommandOutput;
+    try {
+      out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key) }));
+    } catch (e) {
+      throw this.mapError(e, key);
+    }
+    const source = out.Body instanceof Readable ? out.Body : Readable.from([]);
+    const size = out.ContentLength;
+    try {
+      if (size !== undefined) checkRange(opts, size);
+    } catch (e) {
+      source.destroy();
+      throw e;
+    }
+    const verifier = new VerifyingStream({ key, expectedDigest, expectedSize: opts.expectedSize, start: opts.start, end: opts.end });
+    source.on('error', (e) => verifier.destroy(e));
+    verifier.on('close', () => source.destroy());
+    source.pipe(verifier);
+    if (opts.expectedSize !== undefined && size !== undefined && size !== opts.expectedSize) {
+      // Fails early: the stream errors before delivering anything.
+      verifier.destroy(
+        new IntegrityError(`object ${key} is ${size} bytes, not its recorded ${opts.expectedSize}`, { key, expected: expectedDigest }),
+      );
+    }
+    return verifier;
+  }
+
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    validateObjectKey(key);
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key) }));
+      return { key, size: out.ContentLength ?? 0, storageClass: reportedClass(out.StorageClass) };
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw this.mapError(e, key);
+    }
+  }
+
+  async listPage(prefix: string, opts: { cursor?: string; limit?: number } = {}): Promise<ListPage> {
+    validateListPrefix(prefix);
+    const limit = Math.min(Math.max(1, Math.floor(opts.limit ?? MAX_LIST_KEYS)), MAX_LIST_KEYS);
+    let after = opts.cursor === undefined ? undefined : decodeListCursor(opts.cursor, prefix);
+    const objects: ObjectInfo[] = [];
+    for (;;) {
+      let out: ListObjectsV2CommandOutput;
+      try {
+        out = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: this.prefix + prefix,
+            MaxKeys: limit,
+            ...(after !== undefined ? { StartAfter: this.prefix + after } : {}),
+          }),
+        );
+      } catch (e) {
+        throw this.mapError(e, prefix);
+      }
+      for (const o of out.Contents ?? []) {
+        if (!o.Key?.startsWith(this.prefix)) continue;
+        const rel = o.Key.slice(this.prefix.length);
+        after = rel;
+        // Only keys ALP could have written: not folder markers, not foreign or reserved names.
+        if (!isValidKey(rel)) continue;
+        objects.push({ key: rel, size: o.Size ?? 0, storageClass: reportedClass(o.StorageClass) });
+      }
+      const more = out.IsTruncated === true && (out.Contents?.length ?? 0) > 0;
+      // A page made only of skipped keys: read on rather than return an empty page.
+      if (objects.length === 0 && more) continue;
+      const page: ListPage = { objects };
+      if (more) page.cursor = Buffer.from(after as string, 'utf8').toString('base64url');
+      return page;
+    }
+  }
+
+  list(prefix: string): AsyncIterable<ObjectInfo> {
+    return listAll(this, prefix);
+  }
+
+  async copy(sourceKey: string, targetKey: string, opts: { expectedDigest: Digest; storageClass?: StorageClass }): Promise<PutResult> {
+    validateObjectKey(targetKey);
+    const source = await this.get(sourceKey, opts.expectedDigest);
+    try {
+      return await this.put(targetKey, source, {
+        expectedDigest: opts.expectedDigest,
+        ...(opts.storageClass ? { storageClass: opts.storageClass } : {}),
+      });
+    } finally {
+      source.destroy();
+    }
+  }
+
+  async delete(key: string): Promise<boolean> {
+    validateObjectKey(key);
+    const existed = (await this.head(key)) !== undefined;
+    if (!existed) return false;
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key) }));
+    } catch (e) {
+      throw this.mapError(e, key);
+    }
+    return true;
+  }
+
+  /** Deletes many keys with DeleteObjects (1000 a request); throws when any of them failed. */
+  async deleteMany(keys: string[]): Promise<number> {
+    for (const k of keys) validateObjectKey(k);
+    const unique = [...new Set(keys)];
+    for (let i = 0; i < unique.length; i += MAX_DELETE_KEYS) {
+      const batch = unique.slice(i, i + MAX_DELETE_KEYS);
+      let out: DeleteObjectsCommandOutput;
+      try {
+        out = await this.client.send(
+          new DeleteObjectsCommand({
+            Bucket: this.bucket,
+            Delete: { Objects: batch.map((k) => ({ Key: this.fullKey(k) })), Quiet: true },
+          }),
+        );
+      } catch (e) {
+        throw this.mapError(e, batch[0] ?? '');
+      }
+      const errors = out.Errors ?? [];
+      if (errors.length > 0) {
+        const sample = errors
+          .slice(0, 5)
+          .map((x) => `${x.Key}: ${x.Code}`)
+          .join(', ');
+        throw new InternalError(`S3 could not delete ${errors.length} of ${batch.length} objects (${sample}); retry the call`);
+      }
+    }
+    return unique.length;
+  }
+
+  /**
+   * Aborts the multipart uploads under this store's prefix that were started more than an hour ago
+   * (by the injected clock): uploads of writers that died. Younger ones may still be running. Servers
+   * without ListMultipartUploads / AbortMultipartUpload (s3rver) are tolerated: nothing is removed.
+   */
+  async cleanupInterrupted(): Promise<number> {
+    const cutoff = this.clock.now().getTime() - ABANDONED_UPLOAD_MS;
+    let removed = 0;
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    try {
+      for (;;) {
+        const out = await this.client.send(
+          new ListMultipartUploadsCommand({
+            Bucket: this.bucket,
+            Prefix: this.prefix,
+            ...(keyMarker ? { KeyMarker: keyMarker } : {}),
+            ...(uploadIdMarker ? { UploadIdMarker: uploadIdMarker } : {}),
+          }),
+        );
+        for (const u of out.Uploads ?? []) {
+          if (!u.Key || !u.UploadId || !u.Initiated || u.Initiated.getTime() > cutoff) continue;
+          try {
+            await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: u.Key, UploadId: u.UploadId }));
+            removed++;
+          } catch (e) {
+            if (!isMissing(e) && !isUnsupported(e)) throw e;
+          }
+        }
+        if (!out.IsTruncated) break;
+        keyMarker = out.NextKeyMarker;
+        uploadIdMarker = out.NextUploadIdMarker;
+        if (!keyMarker && !uploadIdMarker) break;
+      }
+    } catch (e) {
+      if (isUnsupported(e)) return removed;
+      throw this.mapError(e, this.prefix);
+    }
+    return removed;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Bucket lifecycle configuration
+
+  /** This store's lifecycle rules (rules of other owners in the same bucket are not shown). */
+  async getLifecycleRules(): Promise<LifecycleRule[]> {
+    return (await this.readBucketRules()).filter((r) => this.owns(r)).map((r) => this.fromS3Rule(r));
+  }
+
+  /**
+   * Replaces this store's lifecycle rules with `rules`, keeping every rule of other owners (another
+   * prefix, another tool) as it is. Idempotent. An empty list removes this store's rules.
+   */
+  async putLifecycleRules(rules: LifecycleRule[]): Promise<void> {
+    const ids = new Set<string>();
+    for (const r of rules) {
+      validateRule(r);
+      if (ids.has(r.id)) throw new InvalidInput(`duplicate lifecycle rule id ${r.id}`);
+      ids.add(r.id);
+    }
+    const foreign = (await this.readBucketRules()).filter((r) => !this.owns(r));
+    const all = [...foreign, ...rules.map((r) => this.toS3Rule(r))];
+    try {
+      if (all.length === 0) await this.client.send(new DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
+      else
+        await this.client.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: all } }));
+    } catch (e) {
+      if (isUnsupported(e)) throw new LifecycleNotSupported(this.bucket, e);
+      throw this.mapError(e, '');
+    }
+  }
+
+  private async readBucketRules(): Promise<S3LifecycleRule[]> {
+    try {
+      const out = await this.client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: this.bucket }));
+      return out.Rules ?? [];
+    } catch (e) {
+      if (errorCode(e) === 'NoSuchLifecycleConfiguration') return [];
+      if (isUnsupported(e)) throw new LifecycleNotSupported(this.bucket, e);
+      throw this.mapError(e, '');
+    }
+  }
+
+  private owns(r: S3LifecycleRule): boolean {
+    return r.ID?.startsWith(this.ruleNamespace) === true;
+  }
+
+  private toS3Rule(r: LifecycleRule): S3LifecycleRule {
+    return {
+      ID: this.ruleNamespace + r.id,
+      Status: 'Enabled',
+      Filter: { Prefix: this.prefix + r.prefix },
+      ...(r.transitions?.length ? { Transitions: r.transitions.map((t) => ({ Days: t.days, StorageClass: t.storageClass })) } : {}),
+      ...(r.expirationDays !== undefined ? { Expiration: { Days: r.expirationDays } } : {}),
+      ...(r.abortIncompleteMultipartUploadDays !== undefined
+        ? { AbortIncompleteMultipartUpload: { DaysAfterInitiation: r.abortIncompleteMultipartUploadDays } }
+        : {}),
+    };
+  }
+
+  private fromS3Rule(r: S3LifecycleRule): LifecycleRule {
+    const fullPrefix = r.Filter?.Prefix ?? r.Prefix ?? '';
+    const rule: LifecycleRule = {
+      id: (r.ID ?? '').slice(this.ruleNamespace.length),
+      prefix: fullPrefix.startsWith(this.prefix) ? fullPrefix.slice(this.prefix.length) : fullPrefix,
+    };
+    const transitions = (r.Transitions ?? [])
+      .filter((t) => t.Days !== undefined && (t.StorageClass === 'STANDARD_IA' || t.StorageClass === 'GLACIER'))
+      .map((t) => ({ days: t.Days as number, storageClass: t.StorageClass as 'STANDARD_IA' | 'GLACIER' }));
+    if (transitions.length) rule.transitions = transitions;
+    if (r.Expiration?.Days !== undefined) rule.expirationDays = r.Expiration.Days;
+    if (r.AbortIncompleteMultipartUpload?.DaysAfterInitiation !== undefined) {
+      rule.abortIncompleteMultipartUploadDays = r.AbortIncompleteMultipartUpload.DaysAfterInitiation;
+    }
+    return rule;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Accounting
+
+  /** Requests sent per S3 operation (every attempt counts, lib-storage's included) and bytesWritten. */
+  stats(): Record<string, number> {
+    return Object.fromEntries([...this.counters.entries()].sort(([a], [b]) => a.localeCompare(b)));
+  }
+
+  resetStats(): void {
+    this.counters.clear();
+  }
+
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+
+  private bump(name: string, by = 1): void {
+    this.counters.set(name, (this.counters.get(name) ?? 0) + by);
+  }
+
+  private fullKey(key: string): string {
+    return this.prefix + key;
+  }
+
+  private mapError(e: unknown, key: string): Error {
+    if (e instanceof AlpError) return e;
+    const code = errorCode(e);
+    const status = (e as S3Error).$metadata?.httpStatusCode;
+    if (code === 'NoSuchKey' || code === 'NotFound') return new NotFound(`no object at ${key}`);
+    if (code === 'NoSuchBucket') return new InternalError(`S3 bucket ${this.bucket} does not exist`, { cause: e });
+    if (code === 'InvalidObjectState') {
+      return new Conflict(`object ${key} is archived (e.g. GLACIER) and must be restored before it can be read`, {
+        key,
+        restoreRequired: true,
+      });
+    }
+    if (
+      code === 'SlowDown' ||
+      code === 'Throttling' ||
+      code === 'ThrottlingException' ||
+      code === 'RequestLimitExceeded' ||
+      status === 503
+    ) {
+      return new Throttled(`S3 asked to slow down (${code}); retry later`, { key }, { cause: e });
+    }
+    if (code === 'AccessDenied' || code === 'InvalidAccessKeyId' || code === 'SignatureDoesNotMatch') {
+      return new InternalError(`S3 refused access to ${this.bucket}: ${code}`, { cause: e });
+    }
+    const message = e instanceof Error ? e.message : String(e);
+    return new InternalError(`S3 request for ${key} in ${this.bucket} failed: ${code ?? ''} ${message}`.trim(), { cause: e });
+  }
+}
+
+function toBuffer(chunk: unknown): Buffer {
+  if (Buffer.isBuffer(chunk)) return chunk;
+  if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
+  throw new InvalidInput('a body must yield bytes');
+}
+
+function errorCode(e: unknown): string | undefined {
+  const err = e as S3Error | undefined;
+  return err?.Code ?? err?.name;
+}
+
+function isMissing(e: unknown): boolean {
+  const code = errorCode(e);
+  return code === 'NotFound' || code === 'NoSuchKey' || code === 'NoSuchUpload' || (e as S3Error)?.$metadata?.httpStatusCode === 404;
+}
+
+/** 501 NotImplemented / 405 MethodNotAllowed: the endpoint lacks the operation (s3rver). */
+function isUnsupported(e: unknown): boolean {
+  const code = errorCode(e);
+  const status = (e as S3Error)?.$metadata?.httpStatusCode;
+  return code === 'NotImplemented' || code === 'MethodNotAllowed' || status === 501 || status === 405;
+}
+
+function checkStorageClass(c: StorageClass): StorageClass {
+  if (!STORAGE_CLASSES.includes(c)) throw new InvalidInput(`unknown storage class ${JSON.stringify(c)}`);
+  return c;
+}
+
+/** S3's many classes reported as the contract's three (absent means STANDARD). */
+function reportedClass(c: string | undefined): StorageClass {
+  switch (c) {
+    case 'STANDARD_IA':
+    case 'ONEZONE_IA':
+    case 'GLACIER_IR':
+      return 'STANDARD_IA';
+    case 'GLACIER':
+    case 'DEEP_ARCHIVE':
+      return 'GLACIER';
+    default:
+      return 'STANDARD';
+  }
+}
+
+function isValidKey(key: string): boolean {
+  try {
+    validateObjectKey(key);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function decodeListCursor(cursor: string, prefix: string): string {
+  const key = typeof cursor === 'string' && cursor.length <= 4 * MAX_KEY_BYTES ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  if (key.length === 0 || Buffer.byteLength(key) > MAX_KEY_BYTES || !key.startsWith(prefix)) throw new InvalidInput('invalid list cursor');
+  return key;
+}
+
+function checkRangeArgs(opts: GetOptions): void {
+  for (const [name, v] of [
+    ['start', opts.start],
+    ['end', opts.end],
+    ['expectedSize', opts.expectedSize],
+  ] as const) {
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new InvalidInput(`${name} must be a non-negative integer`);
+  }
+}
+
+function checkRange(opts: GetOptions, size: number): void {
+  const { start, end } = opts;
+  if (start === undefined && end === undefined) return;
+  const s = start ?? 0;
+  const e = end ?? size - 1;
+  if (s > e || s >= size) {
+    throw new InvalidInput(`range ${s}-${e} is not satisfiable for ${size} bytes`, { size, rangeNotSatisfiable: true });
+  }
+}
+
+function validateRule(r: LifecycleRule): void {
+  if (typeof r.id !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(r.id))
+    throw new InvalidInput(`invalid lifecycle rule id ${JSON.stringify(r.id)}`);
+  if (typeof r.prefix !== 'string') throw new InvalidInput(`lifecycle rule ${r.id} needs a prefix ('' for everything)`);
+  validateListPrefix(r.prefix);
+  const days = (v: number | undefined, what: string) => {
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0))
+      throw new InvalidInput(`lifecycle rule ${r.id}: ${what} must be a whole number of days`);
+  };
+  for (const t of r.transitions ?? []) {
+    days(t.days, 'transition days');
+    if (t.storageClass !== 'STANDARD_IA' && t.storageClass !== 'GLACIER') {
+      throw new InvalidInput(`lifecycle rule ${r.id}: cannot transition to ${JSON.stringify(t.storageClass)}`);
+    }
+  }
+  days(r.expirationDays, 'expiration');
+  days(r.abortIncompleteMultipartUploadDays, 'abortIncompleteMultipartUploadDays');
+  if (!r.transitions?.length && r.expirationDays === undefined && r.abortIncompleteMultipartUploadDays === undefined) {
+    throw new InvalidInput(`lifecycle rule ${r.id} has no action`);
+  }
+}

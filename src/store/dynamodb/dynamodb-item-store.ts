@@ -1,10 +1,817 @@
-import type { MetadataConfig } from '../../core/config.ts';
-import { InternalError } from '../../core/errors.ts';
-import type { ItemStore } from '../item-store.ts';
+/**
+ * ItemStore on Amazon DynamoDB (AWS SDK v3): the single table of DESIGN §3 with key attributes PK / SK
+ * and one global secondary index GSI1 (GSI1PK / GSI1SK, projection ALL), on-demand billing.
+ *
+ * CONSISTENCY: GSI1 is eventually consistent; a write may take a moment to appear in it and a query on
+ * it can never be strongly consistent. Any rule that must not miss a write (reference scans, audit
+ * verification, reconciliation, conditions) reads the base table (get, query by PK, scan), never GSI1.
+ * Base-table reads here are strongly consistent unless the caller passes `consistent: false`, so
+ * "reads the base table" really means "sees every acknowledged write" (at twice the read cost).
+ *
+ * Semantics are those of semantics.ts, which the SQLite engine evaluates directly; here they are
+ * compiled to expressions (expressions.ts) and the same limits are checked before anything is sent.
+ *
+ * Retries: DynamoDB's own SDK retries are off (maxAttempts 1) and this engine retries itself, so every
+ * attempt is counted in stats() and the rules are explicit:
+ * - throttling (ProvisionedThroughputExceeded, ThrottlingException, RequestLimitExceeded, throttled
+ *   transaction reasons), TransactionConflict and refused connections did not apply the request and are
+ *   retried for every operation, with exponential backoff and full jitter, a bounded number of times;
+ * - ambiguous failures (5xx, connection resets, timeouts) may or may not have applied the request; they
+ *   are retried for reads, idempotent writes (unconditional puts, deletes, SET/REMOVE updates) and
+ *   transactions (a retry reuses the ClientRequestToken, which DynamoDB deduplicates for 10 minutes);
+ *   a conditional or ADD write is not retried after them, because a retry could report ConditionFailed
+ *   for a write that did apply or add twice: it fails with an InternalError saying the outcome is unknown;
+ * - when the attempts run out, the call fails with Throttled (TransactionConflict for conflicts).
+ *
+ * Known differences from SQLite, none of which the services rely on: DynamoDB measures the 400 KB item
+ * limit its own way (this engine also checks the JSON size of puts like SQLite, but an update is only
+ * checked by DynamoDB); numbers must lie within DynamoDB's range (about 1e-130 to 1e126; NaN and
+ * Infinity are refused); the attribute named NOOP_ATTRIBUTE is reserved (see expressions.ts).
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  type AttributeDefinition,
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  type DynamoDBClientConfig,
+  type KeySchemaElement,
+  type TableDescription,
+} from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { describeMetadata, type MetadataConfig } from '../../core/config.ts';
+import { ConditionFailed, InternalError, InvalidInput, Throttled, TransactionConflict } from '../../core/errors.ts';
+import type { Item, ItemKey, ItemStore, Page, QueryInput, TransactOp, TransactOptions, UpdateSpec, WriteOptions } from '../item-store.ts';
+import {
+  applyUpdate,
+  decodeCursor,
+  encodeCursor,
+  pageLimit,
+  validateItem,
+  validateKey,
+  validateSk,
+  validateTransaction,
+} from '../semantics.ts';
+import { ExpressionBuilder } from './expressions.ts';
 
-// Placeholder until the DynamoDB engine lands (issue 5).
-export const DynamoItemStore = {
-  async open(_config: Extract<MetadataConfig, { engine: 'dynamodb' }>): Promise<ItemStore> {
-    throw new InternalError('the DynamoDB engine is not built yet');
-  },
-};
+export const GSI1 = 'GSI1';
+const BATCH_GET_MAX = 100;
+const BATCH_WRITE_MAX = 25;
+const BATCH_CONCURRENCY = 4;
+/** DynamoDB accepts ClientRequestToken of 1 to 36 characters. */
+const MAX_TOKEN_LENGTH = 36;
+
+export type DynamoOperation =
+  | 'GetItem'
+  | 'PutItem'
+  | 'UpdateItem'
+  | 'DeleteItem'
+  | 'Query'
+  | 'Scan'
+  | 'BatchGetItem'
+  | 'BatchWriteItem'
+  | 'TransactWriteItems'
+  | 'DescribeTable'
+  | 'CreateTable';
+
+export interface DynamoOptions {
+  /** Credentials for the client; default: the SDK's default chain (environment, profile, role). */
+  credentials?: DynamoDBClientConfig['credentials'];
+  /** Attempts per request, including the first (default 8). */
+  maxAttempts?: number;
+  /** Backoff base and cap in ms for full-jitter exponential backoff (defaults 50 and 5000). */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Socket timeout per request (default 30 s). */
+  requestTimeoutMs?: number;
+  /** How long ensureTable waits for the table and GSI1 to become ACTIVE (default 5 minutes). */
+  tableWaitMs?: number;
+}
+
+type Classified = 'throttle' | 'conflict' | 'ambiguous' | 'fatal';
+
+const THROTTLE_ERRORS = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'Throttling',
+  'RequestLimitExceeded',
+  'TooManyRequestsException',
+  'LimitExceededException',
+]);
+const THROTTLE_REASONS = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']);
+const AMBIGUOUS_NETWORK = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+interface CallContext {
+  /** May the request be repeated after an ambiguous failure? */
+  idempotent: boolean;
+  /** Maps a non-retryable service error to a contract error (ConditionFailed and friends). */
+  mapError?: (e: AwsError) => Error | undefined;
+}
+
+interface AwsError extends Error {
+  code?: string;
+  $metadata?: { httpStatusCode?: number };
+  CancellationReasons?: Array<{ Code?: string; Message?: string }>;
+}
+
+export class DynamoItemStore implements ItemStore {
+  readonly engine = 'dynamodb';
+  readonly location: string;
+  readonly table: string;
+  private readonly counters = new Map<string, number>();
+  private readonly maxAttempts: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly tableWaitMs: number;
+
+  private constructor(
+    config: Extract<MetadataConfig, { engine: 'dynamodb' }>,
+    private readonly client: DynamoDBClient,
+    private readonly doc: DynamoDBDocumentClient,
+    opts: DynamoOptions,
+  ) {
+    this.table = config.table;
+    this.location = describeMetadata(config);
+    this.maxAttempts = Math.max(1, opts.maxAttempts ?? 8);
+    this.baseDelayMs = opts.baseDelayMs ?? 50;
+    this.maxDelayMs = opts.maxDelayMs ?? 5000;
+    this.tableWaitMs = opts.tableWaitMs ?? 5 * 60_000;
+  }
+
+  /** Opens the engine without any request; call ensureTable() (alp init) to create or check the table. */
+  static async open(config: Extract<MetadataConfig, { engine: 'dynamodb' }>, opts: DynamoOptions = {}): Promise<DynamoItemStore> {
+    const client = new DynamoDBClient({
+      region: config.region,
+      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+      ...(opts.credentials ? { credentials: opts.credentials } : {}),
+      maxAttempts: 1,
+      requestHandler: { requestTimeout: opts.requestTimeoutMs ?? 30_000, connectionTimeout: 5_000 },
+    });
+    const doc = DynamoDBDocumentClient.from(client, {
+      marshallOptions: { removeUndefinedValues: true, allowImpreciseNumbers: true },
+      // Numbers come back as JS numbers, like the JSON the SQLite engine stores (no BigInt).
+      unmarshallOptions: { wrapNumbers: (s: string) => Number(s) },
+    });
+    return new DynamoItemStore(config, client, doc, opts);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Table management
+
+  /**
+   * Creates the table (PK/SK, GSI1 with projection ALL, on-demand billing) when it is absent and waits
+   * until it and GSI1 are ACTIVE. When it exists, checks its key schema and GSI1 and, on any mismatch,
+   * throws InvalidInput naming every problem without changing the table.
+   */
+  async ensureTable(): Promise<{ created: boolean }> {
+    let description = await this.describeTable();
+    let created = false;
+    if (!description) {
+      try {
+        await this.call('CreateTable', () => this.client.send(new CreateTableCommand(tableDefinition(this.table))), {
+          idempotent: true,
+          mapError: (e) => (e.name === 'ResourceInUseException' ? new TableBusy() : undefined),
+        });
+        created = true;
+      } catch (e) {
+        // Another node created it at the same moment: fall through to waiting and validation.
+        if (!(e instanceof TableBusy)) throw e;
+      }
+      description = await this.describeTable();
+      if (!description) throw new InternalError(`DynamoDB table ${this.table} was created but cannot be described`);
+    }
+    const problems = schemaProblems(description);
+    if (problems.length > 0) {
+      throw new InvalidInput(
+        `DynamoDB table ${this.table} exists but does not have ALP's schema: ${problems.join('; ')}. It was left unchanged; use another table name.`,
+        { table: this.table, problems },
+      );
+    }
+    const deadline = Date.now() + this.tableWaitMs;
+    while (!isActive(description)) {
+      if (description.TableStatus === 'DELETING' || description.TableStatus === 'ARCHIVED' || description.TableStatus === 'ARCHIVING') {
+        throw new InvalidInput(`DynamoDB table ${this.table} is ${description.TableStatus}`, { table: this.table });
+      }
+      if (Date.now() > deadline) throw new Throttled(`DynamoDB table ${this.table} did not become ACTIVE in time`, { table: this.table });
+      await sleep(created ? 500 : 1000);
+      const next = await this.describeTable();
+      if (!next) throw new InternalError(`DynamoDB table ${this.table} disappeared while waiting for it to become ACTIVE`);
+      description = next;
+    }
+    return { created };
+  }
+
+  private async describeTable(): Promise<TableDescription | undefined> {
+    try {
+      const out = await this.call('DescribeTable', () => this.client.send(new DescribeTableCommand({ TableName: this.table })), {
+        idempotent: true,
+        mapError: (e) => (e.name === 'ResourceNotFoundException' ? new TableMissing() : undefined),
+      });
+      return out.Table;
+    } catch (e) {
+      if (e instanceof TableMissing) return undefined;
+      throw e;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Single-item operations
+
+  async get(key: ItemKey, opts: { consistent?: boolean } = {}): Promise<Item | undefined> {
+    validateKey(key);
+    const out = await this.call(
+      'GetItem',
+      () =>
+        this.doc.send(
+          new GetCommand({
+            TableName: this.table,
+            Key: { PK: key.PK, SK: key.SK },
+            ConsistentRead: opts.consistent ?? true,
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        ),
+      { idempotent: true },
+    );
+    return out.Item as Item | undefined;
+  }
+
+  async put(item: Item, opts: WriteOptions = {}): Promise<void> {
+    validateItem(item);
+    const b = new ExpressionBuilder();
+    const condition = opts.condition ? b.condition(opts.condition) : undefined;
+    await this.call(
+      'PutItem',
+      () =>
+        this.doc.send(
+          new PutCommand({
+            TableName: this.table,
+            Item: item,
+            ...withExpressions(b, condition),
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        ),
+      { idempotent: !opts.condition, mapError: conditionFailed(`condition failed on put ${item.PK}/${item.SK}`) },
+    );
+  }
+
+  async update(key: ItemKey, update: UpdateSpec, opts: WriteOptions = {}): Promise<Item> {
+    validateKey(key);
+    // Validates the spec (keys untouched, no attribute twice, finite numbers, index keys non-empty
+    // strings, size) exactly as the model does, before anything is sent.
+    applyUpdate(key, undefined, update);
+    const b = new ExpressionBuilder();
+    const expression = b.update(update);
+    const condition = opts.condition ? b.condition(opts.condition) : undefined;
+    const out = await this.call(
+      'UpdateItem',
+      () =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { PK: key.PK, SK: key.SK },
+            UpdateExpression: expression,
+            ...withExpressions(b, condition),
+            ReturnValues: 'ALL_NEW',
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        ),
+      {
+        idempotent: !opts.condition && Object.keys(update.add ?? {}).length === 0,
+        mapError: conditionFailed(`condition failed on update ${key.PK}/${key.SK}`),
+      },
+    );
+    const item = out.Attributes as Item | undefined;
+    if (!item) throw new InternalError(`DynamoDB returned no item after updating ${key.PK}/${key.SK}`);
+    return item;
+  }
+
+  async delete(key: ItemKey, opts: WriteOptions = {}): Promise<void> {
+    validateKey(key);
+    const b = new ExpressionBuilder();
+    const condition = opts.condition ? b.condition(opts.condition) : undefined;
+    await this.call(
+      'DeleteItem',
+      () =>
+        this.doc.send(
+          new DeleteCommand({
+            TableName: this.table,
+            Key: { PK: key.PK, SK: key.SK },
+            ...withExpressions(b, condition),
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        ),
+      { idempotent: !opts.condition, mapError: conditionFailed(`condition failed on delete ${key.PK}/${key.SK}`) },
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Transactions
+
+  async transactWrite(ops: TransactOp[], opts: TransactOptions = {}): Promise<void> {
+    validateTransaction(ops);
+    const items = ops.map((op) => this.compileOp(op));
+    const token = clientRequestToken(opts.token);
+    const input: TransactWriteCommandInput = { TransactItems: items, ClientRequestToken: token, ReturnConsumedCapacity: 'TOTAL' };
+    await this.call('TransactWriteItems', () => this.doc.send(new TransactWriteCommand(input)), {
+      idempotent: true,
+      mapError: (e) => {
+        if (e.name === 'IdempotentParameterMismatchException') {
+          return new InvalidInput('the transaction token was already used, within the last 10 minutes, for different operations', {
+            token: opts.token,
+          });
+        }
+        if (e.name !== 'TransactionCanceledException') return undefined;
+        const reasons = e.CancellationReasons ?? [];
+        const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
+        if (failed >= 0) {
+          const op = ops[failed] as TransactOp;
+          const key = op.op === 'put' ? op.item : op.key;
+          return new ConditionFailed(
+            `transaction cancelled: condition of operation ${failed} (${op.op} ${key.PK}/${key.SK}) failed`,
+            failed,
+          );
+        }
+        const invalid = reasons.findIndex((r) => r.Code === 'ValidationError' || r.Code === 'ItemCollectionSizeLimitExceeded');
+        if (invalid >= 0) {
+          return new InvalidInput(`transaction refused: operation ${invalid}: ${reasons[invalid]?.Message ?? 'invalid'}`, {
+            failedIndex: invalid,
+          });
+        }
+        return undefined;
+      },
+    });
+  }
+
+  private compileOp(op: TransactOp): NonNullable<TransactWriteCommandInput['TransactItems']>[number] {
+    const b = new ExpressionBuilder();
+    switch (op.op) {
+      case 'put': {
+        const condition = op.condition ? b.condition(op.condition) : undefined;
+        return { Put: { TableName: this.table, Item: op.item, ...withExpressions(b, condition) } };
+      }
+      case 'update': {
+        applyUpdate(op.key, undefined, op.update);
+        const expression = b.update(op.update);
+        const condition = op.condition ? b.condition(op.condition) : undefined;
+        return {
+          Update: {
+            TableName: this.table,
+            Key: { PK: op.key.PK, SK: op.key.SK },
+            UpdateExpression: expression,
+            ...withExpressions(b, condition),
+          },
+        };
+      }
+      case 'delete': {
+        const condition = op.condition ? b.condition(op.condition) : undefined;
+        return { Delete: { TableName: this.table, Key: { PK: op.key.PK, SK: op.key.SK }, ...withExpressions(b, condition) } };
+      }
+      case 'check': {
+        if (!op.condition) throw new InvalidInput('a check operation needs a condition');
+        const condition = b.condition(op.condition);
+        return {
+          ConditionCheck: { TableName: this.table, Key: { PK: op.key.PK, SK: op.key.SK }, ...withExpressions(b, condition) } as never,
+        };
+      }
+      default:
+        throw new InvalidInput(`unknown transaction operation ${JSON.stringify((op as { op?: unknown }).op)}`);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Queries and batches
+
+  async query(q: QueryInput): Promise<Page> {
+    validateSk(q.sk);
+    if (typeof q.pk !== 'string' || q.pk.length === 0) throw new InvalidInput('query needs a partition key');
+    const limit = pageLimit(q.limit);
+    const onIndex = q.index === GSI1;
+    if (q.index !== undefined && !onIndex) throw new InvalidInput(`unknown index ${String(q.index)}`);
+    const indexName = onIndex ? GSI1 : 'TABLE';
+    let start: Record<string, string> | undefined;
+    if (q.cursor !== undefined) {
+      const last = decodeCursor(q.cursor, q.pk, indexName);
+      start = onIndex ? { GSI1PK: q.pk, GSI1SK: need(last.GSI1SK), PK: need(last.PK), SK: need(last.SK) } : { PK: q.pk, SK: need(last.SK) };
+    }
+    const b = new ExpressionBuilder();
+    const keyCondition = b.keyCondition(onIndex ? 'GSI1PK' : 'PK', onIndex ? 'GSI1SK' : 'SK', q.pk, q.sk);
+    if (keyCondition === 'none') return { items: [] };
+    // One item more than the page: when it comes back, more follow, and the cursor is the key of the
+    // page's last item, so the common case ends without an extra, empty page.
+    const out = await this.call(
+      'Query',
+      () =>
+        this.doc.send(
+          new QueryCommand({
+            TableName: this.table,
+            ...(onIndex ? { IndexName: GSI1 } : { ConsistentRead: q.consistent ?? true }),
+            KeyConditionExpression: keyCondition,
+            ExpressionAttributeNames: b.attributeNames(),
+            ExpressionAttributeValues: b.attributeValues(),
+            ScanIndexForward: !q.descending,
+            Limit: limit + 1,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        ),
+      { idempotent: true },
+    );
+    const fetched = (out.Items ?? []) as Item[];
+    const items = fetched.slice(0, limit);
+    const page: Page = { items };
+    // Fewer items than asked with a LastEvaluatedKey: DynamoDB stopped at 1 MB and more may follow.
+    if (fetched.length > limit || out.LastEvaluatedKey) {
+      const lastItem = items[items.length - 1];
+      const lastKey = lastItem ?? (out.LastEvaluatedKey as Item);
+      page.cursor = encodeCursor({
+        pk: q.pk,
+        index: indexName,
+        last: onIndex ? { GSI1SK: lastKey.GSI1SK as string, PK: lastKey.PK, SK: lastKey.SK } : { SK: lastKey.SK },
+      });
+    }
+    return page;
+  }
+
+  async scan(opts: { cursor?: string; limit?: number } = {}): Promise<Page> {
+    const limit = pageLimit(opts.limit);
+    let start: Record<string, string> | undefined;
+    if (opts.cursor !== undefined) {
+      const last = decodeCursor(opts.cursor, '*', 'SCAN');
+      start = { PK: need(last.PK), SK: need(last.SK) };
+    }
+    const out = await this.call(
+      'Scan',
+      () =>
+        this.doc.send(
+          new ScanCommand({
+            TableName: this.table,
+            ConsistentRead: true,
+            Limit: limit + 1,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+            ReturnConsumedCapacity: 'TOTAL',
+          }),
+        ),
+      { idempotent: true },
+    );
+    const fetched = (out.Items ?? []) as Item[];
+    const items = fetched.slice(0, limit);
+    const page: Page = { items };
+    if (fetched.length > limit || out.LastEvaluatedKey) {
+      const lastKey = items[items.length - 1] ?? (out.LastEvaluatedKey as Item);
+      page.cursor = encodeCursor({ pk: '*', index: 'SCAN', last: { PK: lastKey.PK, SK: lastKey.SK } });
+    }
+    return page;
+  }
+
+  async batchGet(keys: ItemKey[]): Promise<Item[]> {
+    keys.forEach(validateKey);
+    const unique = new Map<string, ItemKey>();
+    for (const k of keys) unique.set(keyId(k), { PK: k.PK, SK: k.SK });
+    const found = new Map<string, Item>();
+    const chunks = chunk([...unique.values()], BATCH_GET_MAX);
+    await forEachLimited(chunks, BATCH_CONCURRENCY, async (batch) => {
+      let pending: Array<Record<string, unknown>> = batch;
+      for (let round = 1; pending.length > 0; round++) {
+        const request = pending;
+        const out = await this.call(
+          'BatchGetItem',
+          () =>
+            this.doc.send(
+              new BatchGetCommand({
+                RequestItems: { [this.table]: { Keys: request, ConsistentRead: true } },
+                ReturnConsumedCapacity: 'TOTAL',
+              }),
+            ),
+          { idempotent: true },
+        );
+        for (const item of (out.Responses?.[this.table] ?? []) as Item[]) found.set(keyId(item), item);
+        pending = (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as Array<Record<string, unknown>>;
+        if (pending.length > 0) await this.backoffUnprocessed('BatchGetItem', round, pending.length);
+      }
+    });
+    return keys.map((k) => found.get(keyId(k))).filter((i): i is Item => i !== undefined);
+  }
+
+  async batchPut(items: Item[]): Promise<void> {
+    items.forEach(validateItem);
+    // One request may not name a key twice; the last item for a key wins, as it does on SQLite.
+    const unique = new Map<string, Item>();
+    for (const item of items) {
+      unique.delete(keyId(item));
+      unique.set(keyId(item), item);
+    }
+    const chunks = chunk([...unique.values()], BATCH_WRITE_MAX);
+    await forEachLimited(chunks, BATCH_CONCURRENCY, async (batch) => {
+      let pending: Array<Record<string, unknown>> = batch.map((item) => ({ PutRequest: { Item: item } }));
+      for (let round = 1; pending.length > 0; round++) {
+        const request = pending;
+        const out = await this.call(
+          'BatchWriteItem',
+          () => this.doc.send(new BatchWriteCommand({ RequestItems: { [this.table]: request as never }, ReturnConsumedCapacity: 'TOTAL' })),
+          { idempotent: true },
+        );
+        pending = (out.UnprocessedItems?.[this.table] ?? []) as Array<Record<string, unknown>>;
+        if (pending.length > 0) await this.backoffUnprocessed('BatchWriteItem', round, pending.length);
+      }
+    });
+  }
+
+  private async backoffUnprocessed(op: DynamoOperation, round: number, left: number): Promise<void> {
+    this.bump('unprocessedRetries');
+    if (round >= this.maxAttempts) {
+      throw new Throttled(`DynamoDB left ${left} requests of ${op} unprocessed after ${round} attempts; retry the whole call`, {
+        operation: op,
+        attempts: round,
+      });
+    }
+    await sleep(this.delay(round));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Accounting
+
+  /**
+   * Requests sent per DynamoDB operation (every attempt counts), `retries`, and the capacity units
+   * DynamoDB reported (`capacityUnits` in total and `{Operation}.capacityUnits`).
+   */
+  stats(): Record<string, number> {
+    return Object.fromEntries([...this.counters.entries()].sort(([a], [b]) => a.localeCompare(b)));
+  }
+
+  resetStats(): void {
+    this.counters.clear();
+  }
+
+  async close(): Promise<void> {
+    this.doc.destroy();
+    this.client.destroy();
+  }
+
+  private bump(name: string, by = 1): void {
+    this.counters.set(name, (this.counters.get(name) ?? 0) + by);
+  }
+
+  private recordCapacity(op: DynamoOperation, out: unknown): void {
+    const consumed = (out as { ConsumedCapacity?: unknown }).ConsumedCapacity;
+    const list = Array.isArray(consumed) ? consumed : consumed ? [consumed] : [];
+    let units = 0;
+    for (const c of list) units += Number((c as { CapacityUnits?: number }).CapacityUnits ?? 0);
+    if (list.length > 0) {
+      this.bump(`${op}.capacityUnits`, units);
+      this.bump('capacityUnits', units);
+    }
+  }
+
+  private delay(attempt: number): number {
+    const cap = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (attempt - 1));
+    return Math.random() * cap;
+  }
+
+  /** Sends one request with the retry rules of the header comment, counting every attempt. */
+  private async call<T>(op: DynamoOperation, send: () => Promise<T>, ctx: CallContext): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      this.bump(op);
+      let error: AwsError;
+      try {
+        const out = await send();
+        this.recordCapacity(op, out);
+        return out;
+      } catch (e) {
+        error = e as AwsError;
+      }
+      const kind = classify(error);
+      const retryable = kind === 'throttle' || kind === 'conflict' || (kind === 'ambiguous' && ctx.idempotent);
+      if (retryable && attempt < this.maxAttempts) {
+        this.bump('retries');
+        await sleep(this.delay(attempt));
+        continue;
+      }
+      throw this.toContractError(op, error, kind, attempt, ctx);
+    }
+  }
+
+  private toContractError(op: DynamoOperation, e: AwsError, kind: Classified, attempts: number, ctx: CallContext): Error {
+    const mapped = ctx.mapError?.(e);
+    if (mapped) return mapped;
+    const detail = `${e.name}${e.code && e.code !== e.name ? ` ${e.code}` : ''}: ${e.message}`;
+    if (kind === 'throttle' && e.code === 'ECONNREFUSED') {
+      return new Throttled(
+        `DynamoDB refused connections ${attempts} times (is the endpoint right?): ${detail}`,
+        { operation: op, attempts },
+        {
+          cause: e,
+        },
+      );
+    }
+    if (kind === 'throttle') {
+      return new Throttled(
+        `DynamoDB throttled ${op} on ${this.table} ${attempts} times; retry later (${detail})`,
+        { operation: op, attempts },
+        {
+          cause: e,
+        },
+      );
+    }
+    if (kind === 'conflict') {
+      return new TransactionConflict(`${op} on ${this.table} conflicted with concurrent transactions ${attempts} times (${detail})`, {
+        operation: op,
+        attempts,
+      });
+    }
+    if (kind === 'ambiguous') {
+      if (ctx.idempotent) {
+        return new Throttled(
+          `DynamoDB ${op} on ${this.table} kept failing after ${attempts} attempts (${detail})`,
+          { operation: op, attempts },
+          {
+            cause: e,
+          },
+        );
+      }
+      return new InternalError(`DynamoDB ${op} on ${this.table} failed and the write may or may not have been applied: ${detail}`, {
+        cause: e,
+      });
+    }
+    if (e.name === 'ConditionalCheckFailedException') return new ConditionFailed(`condition failed on ${op}`);
+    if (e.name === 'ResourceNotFoundException') {
+      return new InternalError(`DynamoDB table ${this.table} (or its index GSI1) does not exist: run alp init to create it (${detail})`, {
+        cause: e,
+      });
+    }
+    if (e.name === 'ValidationException' || e.name === 'ItemCollectionSizeLimitExceededException' || isMarshallError(e)) {
+      return new InvalidInput(`DynamoDB refused ${op}: ${e.message}`, { operation: op });
+    }
+    if (e.name === 'TransactionCanceledException') {
+      const codes = (e.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+      return new InternalError(`DynamoDB cancelled the transaction: ${codes.join(', ')}`, { cause: e });
+    }
+    return new InternalError(`DynamoDB ${op} on ${this.table} failed: ${detail}`, { cause: e });
+  }
+}
+
+class TableMissing extends Error {}
+class TableBusy extends Error {}
+
+function classify(e: AwsError): Classified {
+  const name = e.name ?? '';
+  if (THROTTLE_ERRORS.has(name)) return 'throttle';
+  if (name === 'TransactionConflictException' || name === 'TransactionInProgressException') return 'conflict';
+  if (name === 'TransactionCanceledException') {
+    const codes = (e.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+    if (codes.includes('ConditionalCheckFailed') || codes.includes('ValidationError')) return 'fatal';
+    if (codes.some((c) => THROTTLE_REASONS.has(c))) return 'throttle';
+    if (codes.includes('TransactionConflict')) return 'conflict';
+    return 'fatal';
+  }
+  const status = e.$metadata?.httpStatusCode;
+  if (status !== undefined && status >= 500) return 'ambiguous';
+  if (name === 'InternalServerError' || name === 'ServiceUnavailable' || name === 'TimeoutError' || name === 'RequestTimeout')
+    return 'ambiguous';
+  if (e.code === 'ECONNREFUSED') return 'throttle';
+  if (e.code && AMBIGUOUS_NETWORK.has(e.code)) return 'ambiguous';
+  return 'fatal';
+}
+
+function isMarshallError(e: AwsError): boolean {
+  return (
+    e.$metadata === undefined &&
+    /numeric value|SAFE_INTEGER|Unsupported type|removeUndefinedValues|convertClassInstanceToMap/.test(e.message)
+  );
+}
+
+function conditionFailed(message: string): (e: AwsError) => Error | undefined {
+  return (e) => (e.name === 'ConditionalCheckFailedException' ? new ConditionFailed(message) : undefined);
+}
+
+function withExpressions(b: ExpressionBuilder, condition: string | undefined) {
+  const names = b.attributeNames();
+  const values = b.attributeValues();
+  return {
+    ...(condition ? { ConditionExpression: condition } : {}),
+    ...(names ? { ExpressionAttributeNames: names } : {}),
+    ...(values ? { ExpressionAttributeValues: values } : {}),
+  };
+}
+
+/** The caller's idempotency token (hashed down when longer than DynamoDB allows) or a random one. */
+function clientRequestToken(token: string | undefined): string {
+  if (token === undefined) return randomUUID();
+  if (typeof token !== 'string' || token.length === 0) throw new InvalidInput('a transaction token must be a non-empty string');
+  if (token.length <= MAX_TOKEN_LENGTH && /^[\x21-\x7e]+$/.test(token)) return token;
+  // Deterministic, so a retry with the same long token maps to the same DynamoDB token.
+  return `h-${createHashHex(token).slice(0, MAX_TOKEN_LENGTH - 2)}`;
+}
+
+function createHashHex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+function need(v: string | undefined): string {
+  if (typeof v !== 'string' || v.length === 0) throw new InvalidInput('invalid cursor for this query');
+  return v;
+}
+
+function keyId(k: { PK: string; SK: string }): string {
+  return `${k.PK}\u0000${k.SK}`;
+}
+
+function chunk<T>(list: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
+  return out;
+}
+
+async function forEachLimited<T>(list: T[], limit: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, list.length) }, async () => {
+    while (next < list.length) {
+      const x = list[next++] as T;
+      await fn(x);
+    }
+  });
+  await Promise.all(workers);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Table schema
+
+const KEY_ATTRIBUTES: AttributeDefinition[] = ['PK', 'SK', 'GSI1PK', 'GSI1SK'].map((AttributeName) => ({
+  AttributeName,
+  AttributeType: 'S',
+}));
+
+function tableDefinition(table: string) {
+  return {
+    TableName: table,
+    BillingMode: 'PAY_PER_REQUEST' as const,
+    AttributeDefinitions: KEY_ATTRIBUTES,
+    KeySchema: [
+      { AttributeName: 'PK', KeyType: 'HASH' as const },
+      { AttributeName: 'SK', KeyType: 'RANGE' as const },
+    ],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: GSI1,
+        KeySchema: [
+          { AttributeName: 'GSI1PK', KeyType: 'HASH' as const },
+          { AttributeName: 'GSI1SK', KeyType: 'RANGE' as const },
+        ],
+        Projection: { ProjectionType: 'ALL' as const },
+      },
+    ],
+  };
+}
+
+function sameKeys(actual: KeySchemaElement[] | undefined, hash: string, range: string): boolean {
+  const a = actual ?? [];
+  return (
+    a.length === 2 &&
+    a.some((k) => k.AttributeName === hash && k.KeyType === 'HASH') &&
+    a.some((k) => k.AttributeName === range && k.KeyType === 'RANGE')
+  );
+}
+
+function describeKeys(keys: KeySchemaElement[] | undefined): string {
+  return (keys ?? []).map((k) => `${k.AttributeName} ${k.KeyType}`).join(', ') || 'none';
+}
+
+/** Every way the table differs from ALP's schema; empty when it matches. */
+export function schemaProblems(t: TableDescription): string[] {
+  const problems: string[] = [];
+  if (!sameKeys(t.KeySchema, 'PK', 'SK')) problems.push(`key schema is (${describeKeys(t.KeySchema)}), expected (PK HASH, SK RANGE)`);
+  const gsi = (t.GlobalSecondaryIndexes ?? []).find((g) => g.IndexName === GSI1);
+  if (!gsi) problems.push('global secondary index GSI1 is missing');
+  else {
+    if (!sameKeys(gsi.KeySchema, 'GSI1PK', 'GSI1SK'))
+      problems.push(`GSI1 key schema is (${describeKeys(gsi.KeySchema)}), expected (GSI1PK HASH, GSI1SK RANGE)`);
+    if (gsi.Projection?.ProjectionType !== 'ALL')
+      problems.push(`GSI1 projects ${gsi.Projection?.ProjectionType ?? 'nothing'}, expected ALL`);
+  }
+  for (const def of t.AttributeDefinitions ?? []) {
+    if (['PK', 'SK', 'GSI1PK', 'GSI1SK'].includes(def.AttributeName ?? '') && def.AttributeType !== 'S') {
+      problems.push(`attribute ${def.AttributeName} has type ${def.AttributeType}, expected S (string)`);
+    }
+  }
+  return problems;
+}
+
+function isActive(t: TableDescription): boolean {
+  if (t.TableStatus !== 'ACTIVE') return false;
+  return (t.GlobalSecondaryIndexes ?? []).every((g) => g.IndexStatus === undefined || g.IndexStatus === 'ACTIVE');
+}
