@@ -1,13 +1,15 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
+import { benchLifecycle } from './lifecycle.ts';
 import { benchStorage } from './storage.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const quick = process.env.ALP_BENCH_QUICK === '1';
 const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
+  lifecycle: () => benchLifecycle(quick ? { count: 400 } : {}),
 };
 
 const wanted = process.argv.slice(2);

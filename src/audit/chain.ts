@@ -104,7 +104,7 @@ export async function assertNotFenced(ctx: ServiceContext): Promise<void> {
 
 export async function readHead(ctx: ServiceContext, artifactId: string): Promise<HeadItem> {
   const head = await ctx.items.get({ PK: artifactPk(artifactId), SK: HEAD_SK }, { consistent: true });
-  if (!head || head.type !== 'head') throw new NotFound(`no artifact ${artifactId}`);
+  if (head?.type !== 'head') throw new NotFound(`no artifact ${artifactId}`);
   return head as HeadItem;
 }
 
@@ -206,6 +206,8 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
       if (chain?.newHead) throw new Conflict(`artifact ${chain.artifactId} already exists`);
       throw new HeadMoved();
     }
+    // An audit entry's key is derived from the HEAD it read: a collision means the HEAD moved.
+    if (i !== undefined && i >= domainOps.length && i < firstHead) throw new HeadMoved();
     throw new Conflict('the artifact changed concurrently; nothing was written', { failedIndex: i });
   }
   return { items, timestamp };

@@ -5,7 +5,7 @@
  * principal. Reaching the quorum moves the version to APPROVED in the same transaction; any rejection
  * moves it to REJECTED.
  */
-import { runAudited } from '../audit/chain.ts';
+import { readHead, runAudited } from '../audit/chain.ts';
 import { DAY_MS, isoTimestamp } from '../core/clock.ts';
 import { type Digest, parseDigest } from '../core/digest.ts';
 import { Forbidden, IllegalTransition, InvalidInput } from '../core/errors.ts';
@@ -112,9 +112,8 @@ export async function decide(
   const comment = input.comment === undefined ? undefined : validateText('comment', input.comment, { min: 0, max: 4000 });
   const bound = input.contentHash === undefined ? undefined : parseDigest(input.contentHash);
   const n = validateVersionNumber(version);
-  let approval: ApprovalRecord | undefined;
   const ids = [artifactId];
-  const first = await import('../audit/chain.ts').then((m) => m.readHead(ctx, artifactId));
+  const first = await readHead(ctx, artifactId);
   if (first.compensates) ids.push(first.compensates.artifact_id);
   const result = await runAudited(ctx, ids, async (heads) => {
     const head = heads[artifactId] as HeadItem;
@@ -173,7 +172,7 @@ export async function decide(
     }
     return { chains, ops };
   });
-  approval = result.items.find((i) => i.type === 'approval') as unknown as ApprovalRecord;
+  const approval = result.items.find((i) => i.type === 'approval') as unknown as ApprovalRecord;
   return { approval, version: await readVersion(ctx.items, artifactId, n) };
 }
 

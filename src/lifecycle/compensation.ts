@@ -5,7 +5,7 @@
  * transaction; the item follows the compensation artifact's state, and its execution settles the
  * compensated version (COMPENSATED, or back to the prior state).
  */
-import { runAudited } from '../audit/chain.ts';
+import { readHead, runAudited } from '../audit/chain.ts';
 import { Conflict } from '../core/errors.ts';
 import { compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK } from '../core/keys.ts';
 import { rollbackKey, validateFilename } from '../core/object-keys.ts';
@@ -38,7 +38,7 @@ export async function compensate(
   }
   const key = rollbackKey(artifactId, n, filename);
   if (await ctx.content.head(key)) throw new Conflict(`${key} already exists; use another --filename for a new compensation`);
-  const origHead = await import('../audit/chain.ts').then((m) => m.readHead(ctx, artifactId));
+  const origHead = await readHead(ctx, artifactId);
   const prepared = await prepareNewArtifact(
     ctx,
     actor,

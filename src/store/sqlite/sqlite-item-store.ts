@@ -191,7 +191,7 @@ export class SqliteItemStore implements ItemStore {
     const orderBy = onIndex ? `GSI1SK ${order}, PK ${order}, SK ${order}` : `SK ${order}`;
     const sql = `SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items ${onIndex ? 'INDEXED BY GSI1 ' : ''}WHERE ${where.join(' AND ')} ORDER BY ${orderBy} LIMIT ?`;
     params.push(limit + 1);
-    const rows = this.run(() => this.db.prepare<unknown[], Row>(sql).all(...params));
+    const rows = this.run(() => this.statement(sql).all(...params));
     const items = rows.slice(0, limit).map(toItem);
     const page: Page = { items };
     if (rows.length > limit) {
@@ -218,6 +218,18 @@ export class SqliteItemStore implements ItemStore {
       page.cursor = encodeCursor({ pk: '*', index: 'SCAN', last: { PK: lastItem.PK, SK: lastItem.SK } });
     }
     return page;
+  }
+
+  private readonly statements = new Map<string, Database.Statement<unknown[], Row>>();
+
+  /** Query shapes are few (index × sort-key condition × direction × cursor): cache their statements. */
+  private statement(sql: string): Database.Statement<unknown[], Row> {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare<unknown[], Row>(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
   }
 
   async close(): Promise<void> {
