@@ -4,14 +4,19 @@ import { registerArtifactCommands } from './commands/artifact.ts';
 import { registerAuditCommands } from './commands/audit.ts';
 import { registerExecCommands } from './commands/exec.ts';
 import { registerLifecycleCommands } from './commands/lifecycle.ts';
+import { registerRecoveryCommands } from './commands/recovery.ts';
+import { registerRetentionCommands } from './commands/retention.ts';
+import { registerServeCommands } from './commands/serve.ts';
 import { registerStartCommand } from './commands/start.ts';
+import { registerStorageRuleCommands } from './commands/storage-rules.ts';
+import { registerTelemetryCommands } from './commands/telemetry.ts';
 
 export const ALP_VERSION = '0.1.0';
 
 export function buildProgram(): Command {
   const program = new Command('alp')
     .description('ALP — artifact lifecycle store')
-    .addOption(new Option('--data <dir>', 'embedded data directory (sqlite + files)').env('ALP_DATA'))
+    .addOption(new Option('--data <dir>', 'embedded data directory (sqlite + files); env ALP_DATA'))
     .addOption(new Option('--metadata <url>', 'sqlite:PATH | dynamodb://TABLE?region=R&endpoint=URL'))
     .addOption(new Option('--content <url>', 'file:DIR | s3://BUCKET[/PREFIX]?region=R&endpoint=URL'))
     .addOption(new Option('--token <token>', 'act as this token’s principal').env('ALP_TOKEN'))
@@ -24,6 +29,11 @@ export function buildProgram(): Command {
   registerLifecycleCommands(program, artifact);
   registerExecCommands(program);
   registerAuditCommands(program);
+  registerServeCommands(program);
+  registerTelemetryCommands(program);
+  registerRecoveryCommands(program);
+  registerStorageRuleCommands(program);
+  registerRetentionCommands(program);
   for (const cmd of allCommands(program)) cmd.exitOverride().configureOutput({ outputError: () => {} });
   return program;
 }

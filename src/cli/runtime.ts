@@ -3,14 +3,13 @@
  * acting principal, and output in the two forms (human lines, or one JSON document with --json).
  */
 import type { Command } from 'commander';
-import { openContentStore } from '../content/open.ts';
 import { type Clock, FixedClock, systemClock } from '../core/clock.ts';
 import { resolveStorageConfig, type StorageConfig } from '../core/config.ts';
 import { UsageError } from '../core/errors.ts';
-import { createContext, type ServiceContext } from '../lifecycle/context.ts';
+import type { ServiceContext } from '../lifecycle/context.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { localOperator, resolveToken } from '../lifecycle/principals.ts';
-import { openItemStore } from '../store/open.ts';
+import { openInstallation } from '../runtime/open.ts';
 
 export interface GlobalOptions {
   data?: string;
@@ -49,27 +48,8 @@ export interface Runtime {
 export async function openRuntime(cmd: Command): Promise<Runtime> {
   const opts = globals(cmd);
   const config = resolveStorageConfig(opts);
-  const clock = cliClock();
-  const items = await openItemStore(config.metadata);
-  let content: Awaited<ReturnType<typeof openContentStore>>;
-  try {
-    content = await openContentStore(config.content);
-  } catch (e) {
-    await items.close();
-    throw e;
-  }
-  const ctx = createContext({ items, content, clock });
-  const { attachTelemetry } = await import('./telemetry-hook.ts');
-  await attachTelemetry(ctx);
-  return {
-    ctx,
-    config,
-    opts,
-    close: async () => {
-      await content.close();
-      await items.close();
-    },
-  };
+  const { ctx, close } = await openInstallation(config, cliClock());
+  return { ctx, config, opts, close };
 }
 
 /** Opens the runtime, runs `fn`, always closes. */

@@ -48,3 +48,6 @@ export const PRINCIPAL_SK = 'PRINCIPAL';
 
 export type ItemKey = { PK: string; SK: string };
 export const FENCE_SK = 'FENCE';
+export const EPOCH_SK = 'EPOCH';
+export const RESTORE_HOLD_SK = 'RESTORE_HOLD';
+export const restorePk = (restoreId: string) => `RESTORE#${restoreId}`;

@@ -1,4 +1,4 @@
 import type { ServiceContext } from '../lifecycle/context.ts';
 
 /** Plugs the telemetry outbox into the audit transaction (the telemetry issue fills this in). */
-export async function attachTelemetry(_ctx: ServiceContext): Promise<void> {}
+export async function attachAuditSinks(_ctx: ServiceContext): Promise<void> {}
