@@ -50,6 +50,17 @@ export interface ListPage {
   cursor?: string;
 }
 
+/** A storage-class lifecycle rule (S3 bucket lifecycle), prefixes relative to the store's root. */
+export interface LifecycleRule {
+  /** Unique among this store's rules: letters, digits, '.', '_', '-' (at most 64). */
+  id: string;
+  /** Key prefix the rule applies to, relative to the store ('' = every object of the store). */
+  prefix: string;
+  transitions?: Array<{ days: number; storageClass: Exclude<StorageClass, 'STANDARD'> }>;
+  expirationDays?: number;
+  abortIncompleteMultipartUploadDays?: number;
+}
+
 export interface ContentStore {
   /** 'fs' | 's3': diagnostics only; services never branch on it. */
   readonly engine: string;
@@ -69,6 +80,13 @@ export interface ContentStore {
   copy(sourceKey: string, targetKey: string, opts: { expectedDigest: Digest; storageClass?: StorageClass }): Promise<PutResult>;
   /** Durable delete; false when nothing was there. */
   delete(key: string): Promise<boolean>;
+  /**
+   * Engines with real storage classes apply lifecycle rules (S3 bucket lifecycle); others leave these
+   * out and services report what each object's class would be instead.
+   */
+  getLifecycleRules?(): Promise<LifecycleRule[]>;
+  /** Replaces this store's rules, keeping rules of other owners; idempotent. */
+  putLifecycleRules?(rules: LifecycleRule[]): Promise<void>;
   /** Removes leftovers of interrupted puts by dead writers. Returns how many were removed. */
   cleanupInterrupted(): Promise<number>;
   close(): Promise<void>;

@@ -57,6 +57,7 @@ import {
   type Body,
   type ContentStore,
   type GetOptions,
+  type LifecycleRule,
   type ListPage,
   listAll,
   type ObjectInfo,
@@ -88,16 +89,7 @@ export interface S3Options {
   requestTimeoutMs?: number;
 }
 
-/** A bucket lifecycle rule of this store, with prefixes relative to the store's prefix. */
-export interface LifecycleRule {
-  /** Unique among this store's rules: letters, digits, '.', '_', '-' (at most 64). */
-  id: string;
-  /** Key prefix the rule applies to, relative to the store ('' = every object of the store). */
-  prefix: string;
-  transitions?: Array<{ days: number; storageClass: Exclude<StorageClass, 'STANDARD'> }>;
-  expirationDays?: number;
-  abortIncompleteMultipartUploadDays?: number;
-}
+export type { LifecycleRule };
 
 /** The S3 endpoint does not implement bucket lifecycle configuration (s3rver, some S3 clones). */
 export class LifecycleNotSupported extends InternalError {

@@ -1,0 +1,83 @@
+/**
+ * The distributed profile for tests: one DynamoDB Local and one s3rver per test process (started on
+ * first use, on loopback, stopped when the process exits), and a fresh table + bucket prefix per
+ * installation.
+ */
+import { randomUUID } from 'node:crypto';
+import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import { createContext, type ServiceContext } from '../../src/lifecycle/context.ts';
+import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
+import { type DynamoLocal, startDynamoLocal } from './dynamodb-local.ts';
+import { type S3rverHandle, startS3rver } from './s3rver.ts';
+
+export interface Servers {
+  dynamo: DynamoLocal;
+  s3: S3rverHandle;
+}
+
+let servers: Promise<Servers> | undefined;
+
+export function distributedServers(): Promise<Servers> {
+  servers ??= Promise.all([startDynamoLocal(), startS3rver()]).then(([dynamo, s3]) => ({ dynamo, s3 }));
+  return servers;
+}
+
+/** Call from the test file's top-level `after`: the servers' handles keep the process alive. */
+export async function stopDistributedServers(): Promise<void> {
+  if (!servers) return;
+  const { dynamo, s3 } = await servers;
+  servers = undefined;
+  await Promise.all([dynamo.stop(), s3.stop()]);
+}
+
+export interface DistributedInstallation {
+  ctx: ServiceContext & { clock: ManualClock; items: DynamoItemStore; content: S3ContentStore };
+  table: string;
+  prefix: string;
+  metadataUrl: string;
+  contentUrl: string;
+  /** Environment for a CLI or server process using this installation (URLs + dummy credentials). */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+export async function distributedInstallation(start = '2026-03-01T12:00:00.000Z'): Promise<DistributedInstallation> {
+  const { dynamo, s3 } = await distributedServers();
+  const table = dynamo.tableName('alp');
+  const prefix = `inst-${randomUUID().slice(0, 8)}/`;
+  const items = await DynamoItemStore.open(
+    { engine: 'dynamodb', table, region: dynamo.region, endpoint: dynamo.endpoint },
+    // One key pair for both services, so child processes can use the standard AWS_* variables:
+    // s3rver accepts only its own key, DynamoDB Local accepts any (tables are per key).
+    { credentials: s3.credentials, baseDelayMs: 10, maxDelayMs: 200 },
+  );
+  await items.ensureTable();
+  const content = await S3ContentStore.open(
+    { engine: 's3', bucket: s3.bucket, prefix, region: s3.region, endpoint: s3.endpoint },
+    { credentials: s3.credentials },
+  );
+  const clock = new ManualClock(start);
+  const ctx = Object.assign(createContext({ items, content, clock }), { clock, items, content });
+  const metadataUrl = `dynamodb://${table}?region=${dynamo.region}&endpoint=${encodeURIComponent(dynamo.endpoint)}`;
+  const contentUrl = `s3://${s3.bucket}/${prefix}?region=${s3.region}&endpoint=${encodeURIComponent(s3.endpoint)}`;
+  return {
+    ctx,
+    table,
+    prefix,
+    metadataUrl,
+    contentUrl,
+    env: {
+      ALP_METADATA: metadataUrl,
+      ALP_CONTENT: contentUrl,
+      AWS_ACCESS_KEY_ID: s3.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
+      AWS_REGION: dynamo.region,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    },
+    close: async () => {
+      await content.close();
+      await items.close();
+    },
+  };
+}
