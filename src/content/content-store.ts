@@ -72,6 +72,11 @@ export interface ContentStore {
   put(key: string, body: Body, opts?: PutOptions): Promise<PutResult>;
   /** Rejects with NotFound when the key is absent. */
   get(key: string, expectedDigest: Digest, opts?: GetOptions): Promise<Readable>;
+  /**
+   * The bytes as stored, NOT verified: only for maintenance scans that hash what they read (retention
+   * reference scans). Content is never delivered to a consumer through this. NotFound when absent.
+   */
+  readRaw(key: string): Promise<Readable>;
   head(key: string): Promise<ObjectInfo | undefined>;
   /** Keys in UTF-8 byte order, at most `limit` (default 1000) a page. */
   listPage(prefix: string, opts?: { cursor?: string; limit?: number }): Promise<ListPage>;

@@ -141,6 +141,15 @@ export function contentStoreConformance(h: ContentStoreHarness): void {
       await assert.rejects(store.get(`${n}/r`, digest, { start: data.length, end: data.length + 5 }), InvalidInput);
     });
 
+    it('readRaw returns the stored bytes unverified (maintenance scans), NotFound when absent', async () => {
+      const n = ns();
+      await store.put(`${n}/raw`, bytesOf('original'));
+      await h.corrupt(store, `${n}/raw`, Buffer.from('tampered!'));
+      assert.equal((await collect(await store.readRaw(`${n}/raw`))).toString(), 'tampered!');
+      await assert.rejects(store.readRaw(`${n}/none`), NotFound);
+      await assert.rejects(store.readRaw('../escape'), InvalidInput);
+    });
+
     it('a put over an existing key replaces it atomically', async () => {
       const n = ns();
       await store.put(`${n}/k`, bytesOf('one'));

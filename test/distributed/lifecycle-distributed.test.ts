@@ -35,7 +35,7 @@ describe('the lifecycle on DynamoDB Local + s3rver', () => {
   it('the CLI works against the distributed profile: init creates the table, create/get/verify/audit', async () => {
     const inst = await distributedInstallation();
     opened.push(inst);
-    const env = { ...inst.env, ALP_METADATA: inst.env.ALP_METADATA.replace(inst.table, `${inst.table}-cli`) };
+    const env = { ...inst.env, ALP_METADATA: inst.metadataUrl.replace(inst.table, `${inst.table}-cli`) };
     const init = await alpJson(['init'], { env });
     assert.equal(init.created, true);
     const created = await alpJson(['artifact', 'create', '--name', 'remote', '--file', '-', '--filename', 'r.txt'], {

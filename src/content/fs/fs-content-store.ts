@@ -111,6 +111,16 @@ export class FsContentStore implements ContentStore {
     }
   }
 
+  async readRaw(key: string): Promise<Readable> {
+    const file = await this.resolveExisting(key);
+    try {
+      const fh = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW);
+      return fh.createReadStream({ highWaterMark: READ_CHUNK, autoClose: true });
+    } catch (e) {
+      throw mapFsError(e, key);
+    }
+  }
+
   async head(key: string): Promise<ObjectInfo | undefined> {
     let file: string;
     try {

@@ -268,6 +268,16 @@ export class S3ContentStore implements ContentStore {
     return verifier;
   }
 
+  async readRaw(key: string): Promise<Readable> {
+    validateObjectKey(key);
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key) }));
+      return out.Body instanceof Readable ? out.Body : Readable.from([]);
+    } catch (e) {
+      throw this.mapError(e, key);
+    }
+  }
+
   async head(key: string): Promise<ObjectInfo | undefined> {
     validateObjectKey(key);
     try {
