@@ -1,7 +1,8 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle, http. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
+import { benchHttp } from './http.ts';
 import { benchLifecycle } from './lifecycle.ts';
 import { benchStorage } from './storage.ts';
 
@@ -10,6 +11,7 @@ const quick = process.env.ALP_BENCH_QUICK === '1';
 const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
   lifecycle: () => benchLifecycle(quick ? { count: 400 } : {}),
+  http: () => benchHttp({ quick }),
 };
 
 const wanted = process.argv.slice(2);

@@ -115,10 +115,11 @@ export async function uploadOutput(
   if (existing && now.getTime() - new Date(existing).getTime() <= UPLOAD_RESERVATION_TTL_MS) {
     throw new Conflict(`an upload of ${output} for run ${runId} is in progress`);
   }
+  const stamp = isoTimestamp(now);
   try {
     await ctx.items.update(
       { PK: exec.PK, SK: exec.SK },
-      { set: { [reservation]: isoTimestamp(now) } },
+      { set: { [reservation]: stamp } },
       { condition: cond.and(cond.eq('status', 'RUNNING'), existing ? cond.eq(reservation, existing) : cond.attrNotExists(reservation)) },
     );
   } catch (e) {
@@ -126,10 +127,20 @@ export async function uploadOutput(
     throw e;
   }
   const key = executionKey(runId, output);
-  const put = await ctx.content.put(key, body, {
-    ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
-    ...(opts.expectedDigest ? { expectedDigest: opts.expectedDigest } : {}),
-  });
+  let put: { digest: string; size: number };
+  try {
+    put = await ctx.content.put(key, body, {
+      ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
+      ...(opts.expectedDigest ? { expectedDigest: opts.expectedDigest } : {}),
+    });
+  } catch (e) {
+    // A failed put left nothing at the key: release the reservation (if it is still ours) so the upload
+    // can be retried at once instead of after UPLOAD_RESERVATION_TTL_MS.
+    await ctx.items
+      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation] }, { condition: cond.eq(reservation, stamp) })
+      .catch(() => {});
+    throw e;
+  }
   const record = { key, digest: put.digest, size: put.size };
   await runAudited(ctx, [exec.artifact_id], async () => {
     const current = await readExecution(ctx, runId);
@@ -148,6 +159,7 @@ export async function uploadOutput(
           ],
         },
       ],
+      published: [key],
       ops: [
         {
           op: 'update',

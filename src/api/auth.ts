@@ -1,0 +1,50 @@
+/**
+ * Bearer authentication and the kind check. The token's sha256 names a principal (principals.ts);
+ * the route table (access.ts) says which kinds may call a route. Missing or unknown token: 401;
+ * a known principal of the wrong kind: 403. Runs in onRequest, before any body byte is read.
+ */
+import type { FastifyRequest } from 'fastify';
+import { Forbidden, Unauthenticated } from '../core/errors.ts';
+import type { ServiceContext } from '../lifecycle/context.ts';
+import type { Principal } from '../lifecycle/model.ts';
+import { resolveToken } from '../lifecycle/principals.ts';
+import { type Access, ROUTES, type RouteId } from './access.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    routeId?: RouteId;
+  }
+}
+
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const m = /^\s*Bearer\s+([!-~]+)\s*$/i.exec(header);
+  if (!m) throw new Unauthenticated('the Authorization header must be "Bearer <token>"');
+  return m[1];
+}
+
+export async function authenticate(ctx: ServiceContext, request: FastifyRequest): Promise<void> {
+  const id = request.routeOptions.config.routeId;
+  if (id === undefined) return;
+  const access = ROUTES[id].access as Access;
+  if (access === 'public') return;
+  const token = bearerToken(request.headers.authorization);
+  if (token === undefined) throw new Unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
+  const principal = await resolveToken(ctx, token);
+  if (!access.includes(principal.kind)) {
+    throw new Forbidden(`${id} needs a principal of kind ${access.join(' or ')}; ${principal.id} is ${principal.kind}`, {
+      principal: principal.id,
+      kind: principal.kind,
+    });
+  }
+  request.principal = principal;
+}
+
+/** The authenticated principal of a route that requires one. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Unauthenticated();
+  return request.principal;
+}

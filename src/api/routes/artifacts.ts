@@ -1,0 +1,170 @@
+/**
+ * Artifacts and versions: create (raw body), new versions (raw body), reads, verified content
+ * downloads, history and verification.
+ */
+import { history } from '../../audit/history.ts';
+import { verifyArtifactAudit } from '../../audit/verify.ts';
+import {
+  addVersion,
+  createArtifact,
+  headView,
+  listArtifacts,
+  openVersionContent,
+  resolveVersion,
+  showArtifact,
+} from '../../lifecycle/artifacts.ts';
+import { parseLabel } from '../../lifecycle/validation.ts';
+import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
+import { versionView } from '../../lifecycle/versions.ts';
+import { principalOf } from '../auth.ts';
+import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
+import {
+  ArtifactWithVersions,
+  CreateQuery,
+  FilenameQuery,
+  History,
+  IdParams,
+  ListQuery,
+  Page,
+  UploadHeaders,
+  Verification,
+  VersionList,
+  VersionParams,
+  VersionSchema,
+} from '../schemas.ts';
+import { serveRepresentation, uploadInput, withUpload } from '../transfer.ts';
+
+const tags = ['artifacts'];
+
+export function artifactRoutes(api: Api): AnyRouteDef[] {
+  const { ctx } = api;
+  return [
+    defineRoute({
+      id: 'listArtifacts',
+      summary: 'List versions by state (or artifacts by exact name), newest first, paginated',
+      description: 'Without `state` or `name`, every version grouped by state, behind one opaque cursor.',
+      tags,
+      schema: { querystring: ListQuery, response: { 200: Page } },
+      handler: async (req) => listArtifacts(ctx, req.query),
+    }),
+    defineRoute({
+      id: 'createArtifact',
+      summary: 'Create an artifact: the raw body becomes version 1 (DRAFT)',
+      description:
+        'The body is streamed to the content store while it is hashed, never buffered whole. With `Repr-Digest` (or `Content-Digest`) the stored bytes must match it, or nothing is kept (400). Past the size limit: 413.',
+      tags,
+      upload: true,
+      schema: { querystring: CreateQuery, headers: UploadHeaders, response: { 201: VersionSchema } },
+      handler: async (req, reply) => {
+        const q = req.query;
+        const labels = Object.fromEntries((q.label ?? []).map(parseLabel));
+        const up = uploadInput(req, api.maxUploadBytes, api.metrics);
+        const { version } = await withUpload(up, api.metrics, api.inflight, req, () =>
+          createArtifact(ctx, principalOf(req), {
+            name: q.name,
+            filename: q.filename,
+            kind: q.kind,
+            labels,
+            quorum: q.quorum,
+            body: up.body,
+            expectedDigest: up.expectedDigest,
+            maxBytes: up.maxBytes,
+          }),
+        );
+        reply.code(201).header('location', `/v1/artifacts/${version.artifact_id}/versions/${version.version}`);
+        return versionView(version);
+      },
+    }),
+    defineRoute({
+      id: 'showArtifact',
+      summary: 'An artifact and its versions',
+      tags,
+      schema: { params: IdParams, response: { 200: ArtifactWithVersions } },
+      handler: async (req) => {
+        const { head, versions } = await showArtifact(ctx, req.params.id);
+        return { ...headView(head), versions: versions.map(versionView) };
+      },
+    }),
+    defineRoute({
+      id: 'listVersions',
+      summary: 'The versions of an artifact, oldest first',
+      tags,
+      schema: { params: IdParams, response: { 200: VersionList } },
+      handler: async (req) => {
+        const { versions } = await showArtifact(ctx, req.params.id);
+        return { artifact_id: req.params.id, versions: versions.map(versionView) };
+      },
+    }),
+    defineRoute({
+      id: 'addVersion',
+      summary: 'Store the next version of an artifact from the raw body (DRAFT)',
+      tags,
+      upload: true,
+      schema: { params: IdParams, querystring: FilenameQuery, headers: UploadHeaders, response: { 201: VersionSchema } },
+      handler: async (req, reply) => {
+        const up = uploadInput(req, api.maxUploadBytes, api.metrics);
+        const v = await withUpload(up, api.metrics, api.inflight, req, () =>
+          addVersion(ctx, principalOf(req), req.params.id, {
+            filename: req.query.filename,
+            body: up.body,
+            expectedDigest: up.expectedDigest,
+            maxBytes: up.maxBytes,
+          }),
+        );
+        reply.code(201).header('location', `/v1/artifacts/${v.artifact_id}/versions/${v.version}`);
+        return versionView(v);
+      },
+    }),
+    defineRoute({
+      id: 'showVersion',
+      summary: 'One version',
+      tags,
+      schema: { params: VersionParams, response: { 200: VersionSchema } },
+      handler: async (req) => versionView(await resolveVersion(ctx, req.params.id, req.params.v)),
+    }),
+    ...(['getContent', 'headContent'] as const).map((id) =>
+      defineRoute({
+        id,
+        summary:
+          id === 'getContent' ? 'The verified content of a version (streamed; Range supported)' : 'The headers of a version’s content',
+        description:
+          'Every byte is hashed as it is sent and the last chunk is held back until the digest matches; if the stored bytes do not match, the response is aborted (or answered 502 before any byte) and never completes. `ETag` and `Repr-Digest` carry the digest so clients can check too.',
+        tags,
+        download: true,
+        schema: { params: VersionParams },
+        handler: async (req, reply) => {
+          const { id: artifactId, v: n } = req.params;
+          const v = await resolveVersion(ctx, artifactId, n);
+          return serveRepresentation(
+            api,
+            req,
+            reply,
+            { digest: v.content_hash, size: v.size, filename: v.filename },
+            async (range) => (await openVersionContent(ctx, artifactId, n, range)).stream,
+            id === 'headContent',
+          );
+        },
+      }),
+    ),
+    defineRoute({
+      id: 'history',
+      summary: 'The merged, ordered audit history of an artifact',
+      tags: ['audit'],
+      schema: { params: IdParams, response: { 200: History } },
+      handler: async (req) => ({ artifact_id: req.params.id, entries: await history(ctx, req.params.id) }),
+    }),
+    defineRoute({
+      id: 'verification',
+      summary: 'Re-hash every object the artifact names and recompute its audit chain',
+      description: 'Always 200 when the artifact exists; `ok` says whether everything verified, `findings` what did not.',
+      tags: ['audit'],
+      schema: { params: IdParams, response: { 200: Verification } },
+      handler: async (req) => {
+        const id = req.params.id;
+        const content = await verifyObjects(ctx, await collectRefs(ctx, id));
+        const { artifact_id: _a, ...audit } = await verifyArtifactAudit(ctx, id);
+        return { artifact_id: id, ok: content.findings.length === 0 && audit.ok, content, audit };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,221 @@
+/**
+ * The lifecycle of a version over HTTP: propose/withdraw, human decisions, executions and their
+ * outputs, compensation, provenance, archive. Each handler calls the one service function that owns
+ * the rule.
+ */
+import { entryView } from '../../audit/history.ts';
+import { parseDuration } from '../../core/clock.ts';
+import { InvalidInput } from '../../core/errors.ts';
+import { decide } from '../../lifecycle/approvals.ts';
+import { archiveArtifact } from '../../lifecycle/archive.ts';
+import { headView, parseState } from '../../lifecycle/artifacts.ts';
+import { compensate } from '../../lifecycle/compensation.ts';
+import { executionView, finishExecution, readExecution, startExecution, uploadOutput } from '../../lifecycle/executions.ts';
+import { addProvenance, inTotoStatement, provenanceStepView } from '../../lifecycle/provenance.ts';
+import { approvalsOf, executionOutput, executionsOf, openExecutionOutput, provenanceOf } from '../../lifecycle/reads.ts';
+import { transition } from '../../lifecycle/transitions.ts';
+import { versionView } from '../../lifecycle/versions.ts';
+import type { Item } from '../../store/item-store.ts';
+import { principalOf } from '../auth.ts';
+import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
+import {
+  ApprovalList,
+  ArchiveResult,
+  CompensationQuery,
+  CompensationResult,
+  DecisionBody,
+  DecisionResult,
+  ExecutionList,
+  ExecutionResult,
+  FinishBody,
+  IdParams,
+  OutputParams,
+  OutputRecord,
+  ProvenanceBody,
+  ProvenanceQuery,
+  ProvenanceResult,
+  ProvenanceStep,
+  RunParams,
+  TransitionBody,
+  UploadHeaders,
+  VersionParams,
+  VersionSchema,
+} from '../schemas.ts';
+import { serveRepresentation, uploadInput, withUpload } from '../transfer.ts';
+
+export function lifecycleRoutes(api: Api): AnyRouteDef[] {
+  const { ctx } = api;
+  return [
+    defineRoute({
+      id: 'transition',
+      summary: 'A manual state change: PROPOSED (propose; earlier open versions become SUPERSEDED) or DRAFT (withdraw)',
+      description:
+        'Every other move happens through its own operation (approvals, executions, compensation, archive); asking for it here is ILLEGAL_TRANSITION (409).',
+      tags: ['lifecycle'],
+      schema: { params: VersionParams, body: TransitionBody, response: { 200: VersionSchema } },
+      handler: async (req) =>
+        versionView(await transition(ctx, principalOf(req), req.params.id, req.params.v, parseState(req.body.to), req.body.reason)),
+    }),
+    defineRoute({
+      id: 'decide',
+      summary: 'Approve or reject a PROPOSED version (humans only)',
+      description:
+        'The approval binds the content hash (the version’s, or `content_hash` if given), carries `evidence_ref` and an expiry. Reaching the quorum moves the version to APPROVED; a rejection moves it to REJECTED.',
+      tags: ['lifecycle'],
+      schema: { params: VersionParams, body: DecisionBody, response: { 201: DecisionResult } },
+      handler: async (req, reply) => {
+        const b = req.body;
+        let expiresInMs: number | undefined;
+        if (b.expires_in !== undefined) {
+          expiresInMs = parseDuration(b.expires_in);
+          if (expiresInMs === undefined) throw new InvalidInput('expires_in takes a duration like 7d, 12h, 30m');
+        }
+        const { approval, version } = await decide(ctx, principalOf(req), req.params.id, req.params.v, {
+          decision: b.decision,
+          evidenceRef: b.evidence_ref,
+          expiresAt: b.expires_at,
+          expiresInMs,
+          contentHash: b.content_hash,
+          comment: b.comment,
+        });
+        reply.code(201);
+        return { approval: entryView(approval as unknown as Item), version: versionView(version) };
+      },
+    }),
+    defineRoute({
+      id: 'listApprovals',
+      summary: 'Every approval and rejection of an artifact, oldest first',
+      tags: ['lifecycle'],
+      schema: { params: IdParams, response: { 200: ApprovalList } },
+      handler: async (req) => ({ artifact_id: req.params.id, approvals: await approvalsOf(ctx, req.params.id) }),
+    }),
+    defineRoute({
+      id: 'startExecution',
+      summary: 'Start an execution: APPROVED → EXECUTING after re-checking the approvals',
+      tags: ['executions'],
+      schema: { params: VersionParams, response: { 201: ExecutionResult } },
+      handler: async (req, reply) => {
+        const e = await startExecution(ctx, principalOf(req), req.params.id, req.params.v);
+        reply.code(201).header('location', `/v1/executions/${e.run_id}`);
+        return executionView(e);
+      },
+    }),
+    defineRoute({
+      id: 'listExecutions',
+      summary: 'The executions of an artifact',
+      tags: ['executions'],
+      schema: { params: IdParams, response: { 200: ExecutionList } },
+      handler: async (req) => ({ artifact_id: req.params.id, executions: await executionsOf(ctx, req.params.id) }),
+    }),
+    defineRoute({
+      id: 'showExecution',
+      summary: 'An execution and its outputs',
+      tags: ['executions'],
+      schema: { params: RunParams, response: { 200: ExecutionResult } },
+      handler: async (req) => executionView(await readExecution(ctx, req.params.run)),
+    }),
+    defineRoute({
+      id: 'uploadOutput',
+      summary: 'Upload output.json, stdout.log or stderr.log of a running execution (raw body, streamed; once)',
+      tags: ['executions'],
+      upload: true,
+      schema: { params: OutputParams, headers: UploadHeaders, response: { 201: OutputRecord } },
+      handler: async (req, reply) => {
+        const up = uploadInput(req, api.maxUploadBytes, api.metrics);
+        const rec = await withUpload(up, api.metrics, api.inflight, req, () =>
+          uploadOutput(ctx, principalOf(req), req.params.run, req.params.output, up.body, {
+            maxBytes: up.maxBytes,
+            ...(up.expectedDigest ? { expectedDigest: up.expectedDigest } : {}),
+          }),
+        );
+        reply.code(201);
+        return rec;
+      },
+    }),
+    ...(['getOutput', 'headOutput'] as const).map((id) =>
+      defineRoute({
+        id,
+        summary:
+          id === 'getOutput'
+            ? 'The verified bytes of an execution output (streamed; Range supported)'
+            : 'The headers of an execution output',
+        tags: ['executions'],
+        download: true,
+        schema: { params: OutputParams },
+        handler: async (req, reply) => {
+          const { run, output } = req.params;
+          const rec = await executionOutput(ctx, run, output);
+          return serveRepresentation(
+            api,
+            req,
+            reply,
+            { digest: rec.digest, size: rec.size, filename: rec.name },
+            async (range) => (await openExecutionOutput(ctx, run, output, range)).stream,
+            id === 'headOutput',
+          );
+        },
+      }),
+    ),
+    defineRoute({
+      id: 'finishExecution',
+      summary: 'Finish an execution: EXECUTING → EXECUTED (SUCCEEDED) or FAILED',
+      tags: ['executions'],
+      schema: { params: RunParams, body: FinishBody, response: { 200: ExecutionResult } },
+      handler: async (req) =>
+        executionView(
+          await finishExecution(ctx, principalOf(req), req.params.run, { status: req.body.status, exitCode: req.body.exit_code }),
+        ),
+    }),
+    defineRoute({
+      id: 'compensate',
+      summary: 'Create the compensation (rollback) artifact of an EXECUTED or FAILED version from the raw body',
+      description:
+        'The content is stored as rollback-{filename} beside the compensated version; the compensation artifact has its own lifecycle.',
+      tags: ['lifecycle'],
+      upload: true,
+      schema: { params: VersionParams, querystring: CompensationQuery, headers: UploadHeaders, response: { 201: CompensationResult } },
+      handler: async (req, reply) => {
+        const up = uploadInput(req, api.maxUploadBytes, api.metrics);
+        const r = await withUpload(up, api.metrics, api.inflight, req, () =>
+          compensate(ctx, principalOf(req), req.params.id, req.params.v, {
+            filename: req.query.filename,
+            body: up.body,
+            expectedDigest: up.expectedDigest,
+            maxBytes: up.maxBytes,
+            ...(req.query.reason !== undefined ? { reason: req.query.reason } : {}),
+          }),
+        );
+        reply.code(201).header('location', `/v1/artifacts/${r.compensation.artifact_id}`);
+        return { compensation: headView(r.compensation), version: versionView(r.version), compensated: versionView(r.compensated) };
+      },
+    }),
+    defineRoute({
+      id: 'getProvenance',
+      summary: 'The provenance chain, or (format=in-toto) an in-toto Statement v1 with an SLSA Provenance v1 predicate',
+      tags: ['provenance'],
+      schema: { params: IdParams, querystring: ProvenanceQuery, response: { 200: ProvenanceResult } },
+      handler: async (req) =>
+        req.query.format === 'in-toto'
+          ? inTotoStatement(ctx, req.params.id)
+          : { artifact_id: req.params.id, steps: await provenanceOf(ctx, req.params.id) },
+    }),
+    defineRoute({
+      id: 'addProvenance',
+      summary: 'Append a provenance step (hash-chained)',
+      tags: ['provenance'],
+      schema: { params: IdParams, body: ProvenanceBody, response: { 201: ProvenanceStep } },
+      handler: async (req, reply) => {
+        const step = await addProvenance(ctx, principalOf(req), req.params.id, req.body);
+        reply.code(201);
+        return provenanceStepView(step);
+      },
+    }),
+    defineRoute({
+      id: 'archive',
+      summary: 'Archive a settled artifact: copy and verify every object under archive/, then move its versions to ARCHIVED',
+      tags: ['lifecycle'],
+      schema: { params: IdParams, response: { 200: ArchiveResult } },
+      handler: async (req) => archiveArtifact(ctx, principalOf(req), req.params.id),
+    }),
+  ];
+}
