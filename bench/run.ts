@@ -4,6 +4,7 @@
  */
 import { benchHttp } from './http.ts';
 import { benchLifecycle } from './lifecycle.ts';
+import { benchRecovery } from './recovery.ts';
 import { benchStorage } from './storage.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -11,6 +12,7 @@ const quick = process.env.ALP_BENCH_QUICK === '1';
 const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
   lifecycle: () => benchLifecycle(quick ? { count: 400 } : {}),
+  recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024 } : {}),
   http: () => benchHttp({ quick }),
 };
 

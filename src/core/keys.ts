@@ -51,3 +51,28 @@ export const FENCE_SK = 'FENCE';
 export const EPOCH_SK = 'EPOCH';
 export const RESTORE_HOLD_SK = 'RESTORE_HOLD';
 export const restorePk = (restoreId: string) => `RESTORE#${restoreId}`;
+
+// Recovery entities (src/recovery; docs/data-model.md "Recovery").
+/** SYS#installation / EPOCH#{epoch:10}: one record per epoch advance (who, when, why). */
+export const epochRecordSk = (epoch: number) => `EPOCH#${pad(epoch, SEQ_DIGITS)}`;
+export const EPOCH_RECORD_SK_PREFIX = 'EPOCH#';
+/** SYS#installation / CONTENT_ROOT: the content root the installation's objects live in since a restore. */
+export const CONTENT_ROOT_SK = 'CONTENT_ROOT';
+/** SYS#installation / BACKUP#{backup_id}: the registry of backups (a reference source for retention). */
+export const backupSk = (backupId: string) => `BACKUP#${backupId}`;
+export const BACKUP_SK_PREFIX = 'BACKUP#';
+/** RESTORE#{restore_id} / RESTORE: the restore record. */
+export const RESTORE_SK = 'RESTORE';
+/** RESTORE#{restore_id} or SYS#installation / RECONCILE#{reconcile_id}: a reconciliation result. */
+export const reconcileSk = (reconcileId: string) => `RECONCILE#${reconcileId}`;
+export const RECONCILE_SK_PREFIX = 'RECONCILE#';
+/** SYS#installation / RESTORE_ACTIVATION: which restore this installation was activated from. */
+export const RESTORE_ACTIVATION_SK = 'RESTORE_ACTIVATION';
+
+// Retention (src/retention; docs/data-model.md "Retention"). Partitioned per content root, so a restore
+// into another root starts fresh observations.
+export const retentionPk = (contentRootId: string) => `RET#${contentRootId}`;
+export const OBSERVATION_SK_PREFIX = 'OBS#';
+export const observationSk = (objectKey: string) => `${OBSERVATION_SK_PREFIX}${objectKey}`;
+export const RETENTION_RUN_SK_PREFIX = 'RUN#';
+export const retentionRunSk = (timestamp: string, runId: string) => `${RETENTION_RUN_SK_PREFIX}${timestamp}#${runId}`;

@@ -3,11 +3,11 @@
  * version item, the HEAD and the creation transition), verified reads, listings.
  */
 import type { Readable } from 'node:stream';
-import { assertNotFenced, commitAudited, readHead, runAudited } from '../audit/chain.ts';
+import { assertNotFenced, commitAudited, fenceCheck, readHead, runAudited } from '../audit/chain.ts';
 import type { Body } from '../content/content-store.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import type { Digest } from '../core/digest.ts';
-import { ConditionFailed, Conflict, InvalidInput, NotFound } from '../core/errors.ts';
+import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { artifactPk, createdGsiSk, HEAD_SK, nameGsiPk, stateGsiPk, versionSk } from '../core/keys.ts';
 import { contentKey, metadataKey, validateFilename } from '../core/object-keys.ts';
@@ -147,14 +147,20 @@ async function reserveVersionNumber(ctx: ServiceContext, artifactId: string): Pr
     const head = await readHead(ctx, artifactId);
     try {
       const next = head.latest_version + 1;
-      await ctx.items.update(
-        { PK: head.PK, SK: HEAD_SK },
-        { set: { latest_version: next } },
-        { condition: cond.eq('latest_version', head.latest_version) },
-      );
+      await ctx.items.transactWrite([
+        {
+          op: 'update',
+          key: { PK: head.PK, SK: HEAD_SK },
+          update: { set: { latest_version: next } },
+          condition: cond.eq('latest_version', head.latest_version),
+        },
+        // The reservation is a database write too: never while the maintenance fence is held.
+        fenceCheck(),
+      ]);
       return next;
     } catch (e) {
       if (!(e instanceof ConditionFailed)) throw e;
+      if (e.failedIndex === 1) throw new MaintenanceInProgress();
     }
   }
   throw new Conflict(`artifact ${artifactId} is busy: too many concurrent new versions, retry`);

@@ -3,8 +3,9 @@
  * principal's kind (human, agent, service) is fixed when it is first created.
  */
 import os from 'node:os';
+import { fenceCheck } from '../audit/chain.ts';
 import { digestHex, sha256 } from '../core/digest.ts';
-import { ConditionFailed, Conflict, InvalidInput, Unauthenticated } from '../core/errors.ts';
+import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, Unauthenticated } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
 import { PRINCIPAL_SK, principalPk, TOKEN_SK, tokenPk } from '../core/keys.ts';
 import { cond } from '../store/item-store.ts';
@@ -67,8 +68,11 @@ export async function createToken(
         },
         condition: cond.notExists(),
       },
+      // A database writer like any publisher: refused while the maintenance fence is held.
+      fenceCheck(),
     ]);
   } catch (e) {
+    if (e instanceof ConditionFailed && e.failedIndex === 2) throw new MaintenanceInProgress();
     if (e instanceof ConditionFailed) throw new Conflict(`principal ${principal.id} changed concurrently; retry`);
     throw e;
   }
@@ -85,8 +89,12 @@ export async function resolveToken(ctx: ServiceContext, token: string): Promise<
 
 export async function revokeToken(ctx: ServiceContext, token: string): Promise<void> {
   await ctx.items
-    .update(tokenKey(token), { set: { revoked_at: ctx.clock.now().toISOString() } }, { condition: cond.exists() })
+    .transactWrite([
+      { op: 'update', key: tokenKey(token), update: { set: { revoked_at: ctx.clock.now().toISOString() } }, condition: cond.exists() },
+      fenceCheck(),
+    ])
     .catch((e) => {
+      if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
       if (e instanceof ConditionFailed) throw new InvalidInput('unknown token');
       throw e;
     });

@@ -4,7 +4,7 @@
  * the items after every append and its digest recorded on the HEAD, so it can always be rebuilt and
  * verified. Exportable as an in-toto Statement v1 with an SLSA Provenance v1 predicate.
  */
-import { assertNotFenced, readHead, runAudited } from '../audit/chain.ts';
+import { assertNotFenced, fenceKey, readHead, runAudited } from '../audit/chain.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { isoDate } from '../core/clock.ts';
 import { digestHex, parseDigest } from '../core/digest.ts';
@@ -110,6 +110,8 @@ export async function buildProvenanceDocument(ctx: ServiceContext, artifactId: s
  */
 export async function publishProvenanceDocument(ctx: ServiceContext, artifactId: string): Promise<void> {
   for (let attempt = 0; attempt < 10; attempt++) {
+    // A fence taken since the step committed: leave the (derivable) document for the next publisher.
+    if ((await ctx.items.get(fenceKey, { consistent: true }))?.holder !== undefined) return;
     const { steps, bytes } = await buildProvenanceDocument(ctx, artifactId);
     const put = await ctx.content.put(provenanceKey(artifactId), [bytes]);
     const head = await readHead(ctx, artifactId);

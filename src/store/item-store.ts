@@ -117,6 +117,20 @@ export const MAX_TRANSACT_OPS = 100;
 export const MAX_TRANSACT_BYTES = 4 * 1024 * 1024;
 export const MAX_PAGE_LIMIT = 1000;
 
+/**
+ * A read-only view of the whole base table, for backups. With `pointInTime` every page comes from one
+ * instant (the SQLite engine copies the database with SQLite's online backup API and reads the copy).
+ * Without it the pages are a live, strongly consistent scan of the table (DynamoDB Scan): a write made
+ * while it runs may or may not appear, so a caller that needs one instant must stop the writers first
+ * (the maintenance fence). Always close it.
+ */
+export interface ItemSnapshot {
+  readonly pointInTime: boolean;
+  /** Every item of the view, in pages, like ItemStore.scan. */
+  scan(opts?: { cursor?: string; limit?: number }): Promise<Page>;
+  close(): Promise<void>;
+}
+
 export interface ItemStore {
   /** 'sqlite' | 'dynamodb': for diagnostics only; services never branch on it. */
   readonly engine: string;
@@ -140,5 +154,10 @@ export interface ItemStore {
   batchPut(items: Item[]): Promise<void>;
   /** Every item of the base table, in pages. For offline maintenance only, never a request path. */
   scan(opts?: { cursor?: string; limit?: number }): Promise<Page>;
+  /**
+   * A consistent view of the whole table for a backup (see ItemSnapshot). `dir` is where an engine that
+   * copies the table may keep its temporary copy (default: beside the table); closing removes it.
+   */
+  snapshot(opts?: { dir?: string }): Promise<ItemSnapshot>;
   close(): Promise<void>;
 }

@@ -1,4 +1,251 @@
+import path from 'node:path';
 import type { Command } from 'commander';
+import type { ContentStore } from '../../content/content-store.ts';
+import { openContentStore } from '../../content/open.ts';
+import { parseContentUrl } from '../../core/config.ts';
+import { ExitCode, Forbidden, UsageError } from '../../core/errors.ts';
+import type { Principal } from '../../lifecycle/model.ts';
+import { localOperator } from '../../lifecycle/principals.ts';
+import type { Progress } from '../../lifecycle/verify-content.ts';
+import { createBackup, listBackups, type PhaseProgress } from '../../recovery/backup.ts';
+import { readManifest } from '../../recovery/backup-format.ts';
+import { maintenanceStatus } from '../../recovery/maintenance.ts';
+import { activateRestore, type ReconcileReport, reconcile } from '../../recovery/reconcile.ts';
+import { recoverMaintenance } from '../../recovery/recovery-steps.ts';
+import { restoreBackup } from '../../recovery/restore.ts';
+import { advanceEpoch, epochHistory, readEpoch } from '../../recovery/system.ts';
+import { progressBar } from '../progress.ts';
+import { actingPrincipal, output, parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
 
-/** alp epoch / backup / restore / reconcile (the recovery issue fills this in) */
-export function registerRecoveryCommands(_program: Command): void {}
+/** One progress bar per phase, on a terminal only; a phase without a known total shows a counter. */
+function phases(json: boolean | undefined): PhaseProgress & { stop(): void } {
+  let current: (Progress & { stop(): void }) | undefined;
+  const fn = ((phase: string, total?: number) => {
+    current?.stop();
+    current = undefined;
+    if (!process.stderr.isTTY || json) return {};
+    if (total === undefined) {
+      let n = 0;
+      const counter = {
+        tick(k: number) {
+          n += k;
+          process.stderr.write(`\r${phase} ${n}`);
+        },
+        stop() {
+          if (n > 0) process.stderr.write('\r\x1b[K');
+        },
+      };
+      current = counter;
+      return counter;
+    }
+    const bar = progressBar(phase, json);
+    bar.total?.(total);
+    current = bar;
+    return bar;
+  }) as PhaseProgress & { stop(): void };
+  fn.stop = () => current?.stop();
+  return fn;
+}
+
+async function operator(rt: Runtime): Promise<Principal> {
+  const p = await actingPrincipal(rt);
+  return p;
+}
+
+async function human(rt: Runtime, what: string): Promise<Principal> {
+  const p = await operator(rt);
+  if (p.kind !== 'human') throw new Forbidden(`${what} needs a human operator, not ${p.kind} ${p.id}`);
+  return p;
+}
+
+function reconcileLines(r: ReconcileReport): string[] {
+  const lines = [
+    `reconciliation ${r.reconcile_id}: ${r.status}${r.restore_id ? ` (restore ${r.restore_id})` : ''}`,
+    `  installation ${r.installation_id ?? '(none)'}, ${r.items} items`,
+    `  objects: ${r.objects.verified}/${r.objects.referenced} verified, ${r.objects.bytes} bytes hashed, ${r.objects.missing} missing, ${r.objects.corrupt} corrupt`,
+    `  audit: ${r.audit.artifacts} chains, ${r.audit.entries} entries, ${r.audit.broken} broken`,
+    `  unexpected objects: ${r.unexpected.count} (reported only)`,
+  ];
+  if (r.restore) {
+    lines.push(
+      `  restore: ${r.restore.status}${r.restore.items_missing !== null ? `, ${r.restore.items_missing} of ${r.restore.items_expected} items missing` : ''}`,
+    );
+  }
+  for (const f of r.findings) {
+    lines.push(
+      `  ${f.kind.toUpperCase()} ${f.problem.toUpperCase()} ${f.key ?? f.row ?? ''}${f.source ? ` (${f.source})` : ''}: ${f.detail}`,
+    );
+  }
+  return lines;
+}
+
+/** alp epoch / backup / restore / reconcile / maintenance */
+export function registerRecoveryCommands(program: Command): void {
+  const epoch = program.command('epoch').description('the installation epoch: every epoch-taking operation compares it in its transaction');
+  epoch
+    .command('show')
+    .description('the current epoch and its recent advances')
+    .action(async (_o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const current = await readEpoch(rt.ctx.items);
+        const history = await epochHistory(rt.ctx.items);
+        output(rt.opts, { epoch: current, history }, () => [
+          `epoch ${current}`,
+          ...history.map((h) => `  ${h.epoch}  ${h.advanced_at}  ${h.advanced_by}  ${h.reason}`),
+        ]);
+      }),
+    );
+  epoch
+    .command('advance')
+    .description('advance the epoch by one (a new storage worker, a takeover, crash recovery)')
+    .option('--reason <text>', 'why', 'operator advance')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const who = await human(rt, 'advancing the epoch');
+        const r = await advanceEpoch(rt.ctx.items, who.id, String(o.reason).slice(0, 500), rt.ctx.clock.now().toISOString());
+        output(rt.opts, r, () => `epoch ${r.previous} → ${r.epoch}`);
+      }),
+    );
+
+  program
+    .command('backup')
+    .description('write a consistent, digest-protected backup (metadata + manifest of referenced objects) to a new directory')
+    .requiredOption('--out <dir>', 'the backup directory to create (must not exist)')
+    .option('--with-content', 'also copy every immutable object, verified')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const who = await operator(rt);
+        const bars = phases(rt.opts.json);
+        const r = await createBackup(rt.ctx, { out: o.out, withContent: o.withContent === true, actor: who.id, progress: bars }).finally(
+          () => bars.stop(),
+        );
+        const m = r.manifest;
+        output(rt.opts, { backup_id: r.backup_id, location: r.location, manifest: m }, () => [
+          `backup ${r.backup_id} of installation ${m.installation_id} (epoch ${m.epoch}, ${m.consistency}) written to ${r.location}`,
+          `  ${m.items.count} items, ${m.objects.count} objects referenced${m.content ? `, ${m.content.count} copied (${m.content.bytes} bytes)` : ''}`,
+          `  manifest digest ${m.manifest_digest}`,
+        ]);
+      }),
+    );
+
+  program
+    .command('backups')
+    .description('the backups registered by this installation (retention honours their manifests)')
+    .action(async (_o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const list = await listBackups(rt.ctx);
+        output(rt.opts, { backups: list }, () =>
+          list.map(
+            (b) =>
+              `${b.backup_id}  ${b.status.padEnd(8)}  ${b.started_at}  ${b.location}${b.manifest_digest ? `  ${b.manifest_digest}` : ''}`,
+          ),
+        );
+      }),
+    );
+
+  program
+    .command('restore')
+    .description('restore a backup into new, empty storage (--data NEWDIR or --metadata/--content); sets a restore hold')
+    .requiredOption('--from <dir>', 'the backup directory')
+    .option('--fetch-content [url]', 'copy the objects the backup names from the source content root (or URL), verified')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const prepare = (rt.ctx.items as { ensureTable?: () => Promise<unknown> }).ensureTable;
+        if (prepare) await prepare.call(rt.ctx.items);
+        let fetchFrom: ContentStore | undefined;
+        if (o.fetchContent !== undefined) {
+          const url = typeof o.fetchContent === 'string' ? o.fetchContent : (await readManifest(path.resolve(o.from))).source.content;
+          fetchFrom = await openContentStore(parseContentUrl(url));
+        }
+        const bars = phases(rt.opts.json);
+        // The target is empty: its token table cannot vouch for anyone yet; the CLI acts as the local operator.
+        const r = await restoreBackup(rt.ctx, {
+          from: o.from,
+          actor: localOperator().id,
+          progress: bars,
+          ...(fetchFrom ? { fetchFrom } : {}),
+        }).finally(async () => {
+          bars.stop();
+          await fetchFrom?.close();
+        });
+        const rec = r.record;
+        output(rt.opts, { ...rec, resumed: r.resumed }, () => [
+          `${r.resumed ? 'resumed and completed' : 'restored'} installation ${rec.installation_id} from backup ${rec.backup_id} (restore ${rec.restore_id})`,
+          `  ${rec.items_written ?? 0} items written, ${rec.objects_copied ?? 0} objects copied, ${rec.objects_present ?? 0} already present`,
+          `  content root ${rec.target_content}${rec.content_root_changed ? ` (was ${rec.source_content}: new grace periods start here)` : ' (the source’s own)'}`,
+          ...(rec.content_root_changed && !rec.with_content && fetchFrom === undefined
+            ? [
+                `  warning: the ${rec.objects_expected} objects the backup names were not copied into this new root; reconcile proves whether it holds them (--fetch-content copies them)`,
+              ]
+            : []),
+          '  restore hold set: run `alp reconcile --activate` on it to verify and release it',
+        ]);
+      }),
+    );
+
+  program
+    .command('reconcile')
+    .description('verify every referenced object (re-hash) and every audit chain; VERIFIED or FAILED, persisted')
+    .option('--activate', 'on VERIFIED, activate the held restore (record it, release the hold, advance the epoch)')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const who = o.activate ? await human(rt, 'activating a restore') : localOperator();
+        const bars = phases(rt.opts.json);
+        const report = await reconcile(rt.ctx, { actor: who.id, progress: bars }).finally(() => bars.stop());
+        let activation: Awaited<ReturnType<typeof activateRestore>> | undefined;
+        if (o.activate && report.status === 'VERIFIED') activation = await activateRestore(rt.ctx, report.reconcile_id, who);
+        output(rt.opts, { ...report, ...(activation ? { activation } : {}) }, () => [
+          ...reconcileLines(report),
+          ...(activation ? [`activated restore ${activation.restore_id}: hold released, epoch now ${activation.epoch}`] : []),
+        ]);
+        if (report.status !== 'VERIFIED') {
+          const first = report.findings.find((f) => f.kind !== 'derived' && f.kind !== 'unexpected');
+          process.stderr.write(
+            `alp: INTEGRITY: reconciliation FAILED${o.activate ? ' (not activated: a FAILED reconciliation can never be activated)' : ''}; first: ${first ? `${first.kind} ${first.problem} ${first.key ?? first.row ?? ''}` : 'no installation'}\n`,
+          );
+          process.exitCode = ExitCode.INTEGRITY;
+        }
+      }),
+    );
+
+  const maintenance = program.command('maintenance').description('the maintenance fence');
+  maintenance
+    .command('status')
+    .description('who holds the fence, since when, in which epoch')
+    .action(async (_o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const s = await maintenanceStatus(rt.ctx);
+        const f = s.fence;
+        output(rt.opts, s, () =>
+          f
+            ? [
+                `fence HELD by ${f.holder} (${f.purpose}) in epoch ${f.epoch} since ${f.acquired_at}, pid ${f.pid} on ${f.host}`,
+                s.abandoned
+                  ? `  abandoned (the installation is at epoch ${s.epoch}): recover with \`alp maintenance release --epoch ${s.epoch}\``
+                  : `  current epoch ${s.epoch}: if that process is dead, \`alp epoch advance\`, then \`alp maintenance release --epoch ${s.epoch + 1}\``,
+              ]
+            : [`no fence held (epoch ${s.epoch})`],
+        );
+      }),
+    );
+  maintenance
+    .command('release')
+    .description('crash recovery: take over a fence abandoned in an older epoch, run the recovery steps under it, release it')
+    .requiredOption('--epoch <n>', 'the current epoch (advance it first when the holder died in the current one)')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const n = parseIntOption('--epoch', o.epoch, { min: 1 });
+        if (n === undefined) throw new UsageError('--epoch is required');
+        const who = await human(rt, 'recovering the maintenance fence');
+        const r = await recoverMaintenance(rt.ctx, n, `recovery by ${who.id}`);
+        output(rt.opts, r, () =>
+          r.recovered
+            ? [
+                `recovered the fence of ${r.abandoned?.holder} (epoch ${r.abandoned?.epoch}); released`,
+                ...r.steps.map((s) => `  ${s.name}: ${JSON.stringify(s.result ?? {})}`),
+              ]
+            : ['no fence was held'],
+        );
+      }),
+    );
+}

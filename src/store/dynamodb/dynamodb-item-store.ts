@@ -53,7 +53,18 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { describeMetadata, type MetadataConfig } from '../../core/config.ts';
 import { ConditionFailed, InternalError, InvalidInput, Throttled, TransactionConflict } from '../../core/errors.ts';
-import type { Item, ItemKey, ItemStore, Page, QueryInput, TransactOp, TransactOptions, UpdateSpec, WriteOptions } from '../item-store.ts';
+import type {
+  Item,
+  ItemKey,
+  ItemSnapshot,
+  ItemStore,
+  Page,
+  QueryInput,
+  TransactOp,
+  TransactOptions,
+  UpdateSpec,
+  WriteOptions,
+} from '../item-store.ts';
 import {
   applyUpdate,
   decodeCursor,
@@ -473,6 +484,15 @@ export class DynamoItemStore implements ItemStore {
       page.cursor = encodeCursor({ pk: '*', index: 'SCAN', last: { PK: lastKey.PK, SK: lastKey.SK } });
     }
     return page;
+  }
+
+  /**
+   * DynamoDB has no point-in-time read of a whole table through this API (PITR exports go to S3 and are
+   * asynchronous): the view is the live, strongly consistent Scan, paginated. Callers that need one
+   * instant fence the writers while they read it (recovery/backup does).
+   */
+  async snapshot(): Promise<ItemSnapshot> {
+    return { pointInTime: false, scan: (o) => this.scan(o), close: async () => {} };
   }
 
   async batchGet(keys: ItemKey[]): Promise<Item[]> {

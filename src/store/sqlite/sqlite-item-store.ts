@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ConditionFailed, InvalidInput, Throttled } from '../../core/errors.ts';
-import type { Item, ItemKey, ItemStore, Page, QueryInput, TransactOp, UpdateSpec, WriteOptions } from '../item-store.ts';
+import { randomToken } from '../../core/ids.ts';
+import type { Item, ItemKey, ItemSnapshot, ItemStore, Page, QueryInput, TransactOp, UpdateSpec, WriteOptions } from '../item-store.ts';
 import {
   applyUpdate,
   decodeCursor,
@@ -218,6 +219,39 @@ export class SqliteItemStore implements ItemStore {
       page.cursor = encodeCursor({ pk: '*', index: 'SCAN', last: { PK: lastItem.PK, SK: lastItem.SK } });
     }
     return page;
+  }
+
+  /**
+   * A point-in-time copy made with SQLite's online backup API, read through a store of its own. The
+   * progress callback asks for every remaining page in one step, so the copy is taken inside one read
+   * transaction: in WAL mode that blocks no writer, and a write by another connection cannot restart it.
+   */
+  async snapshot(opts: { dir?: string } = {}): Promise<ItemSnapshot> {
+    const dir = opts.dir ?? path.dirname(this.location);
+    const file = path.join(dir, `.alp-snapshot-${randomToken(9)}.db`);
+    const remove = () => {
+      for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) fs.rmSync(f, { force: true });
+    };
+    try {
+      await this.db.backup(file, { progress: () => 0x7fffffff });
+    } catch (e) {
+      remove();
+      return this.run(() => {
+        throw e;
+      });
+    }
+    const copy = new SqliteItemStore(file, { synchronous: 'NORMAL' });
+    let closed = false;
+    return {
+      pointInTime: true,
+      scan: (o) => copy.scan(o),
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await copy.close();
+        remove();
+      },
+    };
   }
 
   private readonly statements = new Map<string, Database.Statement<unknown[], Row>>();

@@ -1,0 +1,349 @@
+/**
+ * `alp backup --out DIR [--with-content]`: a consistent snapshot of the metadata as JSON Lines plus a
+ * digest-protected manifest of every object it references (backup-format.ts), for every engine alike.
+ *
+ * Consistency comes from the ItemStore's snapshot(): a point-in-time copy (SQLite online backup API;
+ * writers are not blocked) is read as it is; a live scan (DynamoDB) is read under the maintenance
+ * fence, so no publisher commits while it runs and the audit chains in the backup are whole (a
+ * competing maintenance refuses the backup with MAINTENANCE).
+ *
+ * Content bytes are referenced, not copied; `withContent` copies every immutable object into the
+ * backup through the verifying read path (a mismatch fails the backup). Provenance documents are
+ * derived from the items and are rebuilt by a restore instead of being copied.
+ *
+ * Every backup is registered in the table (SYS#installation / BACKUP#{id}, PENDING then COMPLETE with
+ * its location and manifest digest): the registry is where retention finds the manifests it must
+ * honour as references. The directory is written under `.{name}.partial-{id}` beside DIR and renamed
+ * when complete, so DIR exists only as a complete backup; an interrupted backup leaves the partial
+ * directory (safe to delete) and a PENDING registry record.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fenceCheck } from '../audit/chain.ts';
+import { openContentStore } from '../content/open.ts';
+import type { Digest } from '../core/digest.ts';
+import { ConditionFailed, Conflict, IntegrityError, MaintenanceInProgress, NotFound } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import { BACKUP_SK_PREFIX, backupSk, EPOCH_SK, INSTALLATION_SK, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';
+import { isImmutableKey } from '../core/object-keys.ts';
+import type { ServiceContext } from '../lifecycle/context.ts';
+import { readInstallation } from '../lifecycle/installation.ts';
+import { refsOfItem } from '../lifecycle/references.ts';
+import type { Progress } from '../lifecycle/verify-content.ts';
+import { cond, type Item, type ItemSnapshot } from '../store/item-store.ts';
+import {
+  BACKUP_FORMAT,
+  type BackupFileInfo,
+  type BackupManifest,
+  type BackupObject,
+  CONTENT_DIR,
+  fsyncDir,
+  ITEMS_FILE,
+  isNeverBackedUp,
+  JsonLinesWriter,
+  MANIFEST_FILE,
+  manifestDigest,
+  OBJECTS_FILE,
+} from './backup-format.ts';
+import { type FenceInfo, readFence, withMaintenance } from './maintenance.ts';
+import { INITIAL_EPOCH, readEpoch } from './system.ts';
+
+/** Progress by phase: `items` (no total known), `content` (objects to copy). */
+export type PhaseProgress = (phase: string, total?: number) => Progress;
+
+export interface BackupOptions {
+  out: string;
+  withContent?: boolean;
+  /** Who takes it (the operator), for the manifest and the registry. */
+  actor: string;
+  progress?: PhaseProgress;
+  /** Copies of content run this many at a time (default 4). */
+  concurrency?: number;
+}
+
+export interface BackupRecord {
+  backup_id: string;
+  status: 'PENDING' | 'COMPLETE' | 'FAILED';
+  location: string;
+  installation_id: string;
+  started_at: string;
+  created_by: string;
+  manifest_digest?: Digest;
+  completed_at?: string;
+  epoch?: number;
+  items?: number;
+  objects?: number;
+  with_content?: boolean;
+  error?: string;
+}
+
+export interface BackupResult {
+  backup_id: string;
+  location: string;
+  manifest: BackupManifest;
+}
+
+const noProgress: PhaseProgress = () => ({});
+
+export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Promise<BackupResult> {
+  const out = path.resolve(opts.out);
+  const installation = await readInstallation(ctx);
+  if (!installation) throw new NotFound('there is no installation here to back up (run alp init first)');
+  if (await exists(out)) throw new Conflict(`${out} already exists: backups are write-once, choose a new directory`);
+  await fs.mkdir(path.dirname(out), { recursive: true });
+  const backupId = newId(ctx.clock);
+  const partial = path.join(path.dirname(out), `.${path.basename(out)}.partial-${backupId}`);
+  await fs.mkdir(partial, { mode: 0o750 });
+  const registryKey = { PK: SYS_PK, SK: backupSk(backupId) };
+  const startedAt = ctx.clock.now().toISOString();
+  const record: BackupRecord = {
+    backup_id: backupId,
+    status: 'PENDING',
+    location: out,
+    installation_id: installation.installation_id,
+    started_at: startedAt,
+    created_by: opts.actor,
+  };
+  // A backup does not start while a maintenance holds the fence (it would compete with it).
+  try {
+    await ctx.items.transactWrite([
+      { op: 'put', item: { ...registryKey, type: 'backup', ...record }, condition: cond.notExists() },
+      fenceCheck(),
+    ]);
+  } catch (e) {
+    await fs.rm(partial, { recursive: true, force: true });
+    if (e instanceof ConditionFailed && e.failedIndex === 1) throw fenceHeld(await readFence(ctx));
+    throw e;
+  }
+  const progress = opts.progress ?? noProgress;
+  try {
+    const takenAt = ctx.clock.now().toISOString();
+    const snapshot = await ctx.items.snapshot({ dir: partial });
+    let exported: Exported;
+    try {
+      // A point-in-time copy is of the instant it was taken; a fenced scan is of the time it runs.
+      const read = () =>
+        exportItems(snapshot, partial, registryKey.SK, snapshot.pointInTime ? takenAt : ctx.clock.now().toISOString(), progress('items'));
+      if (snapshot.pointInTime) exported = await read();
+      else {
+        // A live scan is consistent only while no publisher commits: read it under the fence.
+        exported = await withMaintenance(ctx, await readEpoch(ctx.items), `backup ${backupId} by ${opts.actor}`, read, {
+          purpose: 'backup (fenced scan)',
+        });
+      }
+    } finally {
+      await snapshot.close();
+    }
+    if (exported.installationId !== installation.installation_id) {
+      throw new Conflict(`the snapshot names installation ${String(exported.installationId)}, not ${installation.installation_id}`);
+    }
+    let content: BackupManifest['content'];
+    if (opts.withContent) content = await copyContent(ctx, partial, exported.objects, progress, opts.concurrency ?? 4);
+    const body: Omit<BackupManifest, 'manifest_digest'> = {
+      format: BACKUP_FORMAT,
+      backup_id: backupId,
+      installation_id: installation.installation_id,
+      epoch: exported.epoch,
+      snapshot_at: exported.snapshotAt,
+      completed_at: ctx.clock.now().toISOString(),
+      created_by: opts.actor,
+      source: { engine: ctx.items.engine, metadata: ctx.items.location, content: ctx.content.location },
+      consistency: snapshot.pointInTime ? 'point-in-time' : 'fenced-scan',
+      items: exported.items,
+      objects: exported.objectsFile,
+      with_content: opts.withContent === true,
+      ...(content ? { content } : {}),
+      source_restore_held: exported.restoreHeld,
+      excluded: exported.excluded,
+    };
+    const manifest: BackupManifest = { ...body, manifest_digest: manifestDigest(body) };
+    const manifestFile = path.join(partial, MANIFEST_FILE);
+    await fs.writeFile(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o640, flag: 'wx' });
+    const fh = await fs.open(manifestFile, 'r');
+    await fh.sync();
+    await fh.close();
+    await fsyncDir(partial);
+    // The final name appears only now, atomically, with every byte on disk.
+    await fs.rename(partial, out);
+    await fsyncDir(path.dirname(out));
+    await ctx.items.update(
+      registryKey,
+      {
+        set: {
+          status: 'COMPLETE',
+          manifest_digest: manifest.manifest_digest,
+          completed_at: manifest.completed_at,
+          epoch: manifest.epoch,
+          items: manifest.items.count,
+          objects: manifest.objects.count,
+          with_content: manifest.with_content,
+        },
+      },
+      { condition: cond.exists() },
+    );
+    return { backup_id: backupId, location: out, manifest };
+  } catch (e) {
+    await fs.rm(partial, { recursive: true, force: true }).catch(() => {});
+    await ctx.items
+      .update(
+        registryKey,
+        { set: { status: 'FAILED', error: String((e as Error).message ?? e).slice(0, 500) } },
+        { condition: cond.exists() },
+      )
+      .catch(() => {});
+    throw e;
+  }
+}
+
+interface Exported {
+  items: BackupFileInfo;
+  objectsFile: BackupFileInfo & { total_size: number; mutable: number };
+  objects: BackupObject[];
+  epoch: number;
+  installationId: string | undefined;
+  restoreHeld: boolean;
+  snapshotAt: string;
+  excluded: string[];
+}
+
+async function exportItems(snapshot: ItemSnapshot, dir: string, ownSk: string, snapshotAt: string, progress: Progress): Promise<Exported> {
+  const writer = await JsonLinesWriter.create(path.join(dir, ITEMS_FILE));
+  const refs = new Map<string, BackupObject>();
+  const excluded: string[] = [];
+  let epoch = INITIAL_EPOCH;
+  let installationId: string | undefined;
+  let restoreHeld = false;
+  try {
+    let cursor: string | undefined;
+    do {
+      const page = await snapshot.scan(cursor ? { cursor } : {});
+      for (const item of page.items) {
+        if (item.PK === SYS_PK) {
+          if (item.SK === RESTORE_HOLD_SK) restoreHeld = true;
+          if (item.SK === EPOCH_SK && typeof item.epoch === 'number') epoch = item.epoch;
+          if (item.SK === INSTALLATION_SK) installationId = item.installation_id as string;
+        }
+        if (isNeverBackedUp(item) || (item.PK === SYS_PK && item.SK === ownSk)) {
+          excluded.push(`${item.PK} ${item.SK}`);
+          continue;
+        }
+        await writer.write(item);
+        for (const r of refsOfItem(item)) {
+          if (refs.has(r.key)) continue;
+          refs.set(r.key, {
+            key: r.key,
+            digest: r.digest,
+            ...(r.size !== undefined ? { size: r.size } : {}),
+            ...(isImmutableKey(r.key) ? {} : { mutable: true as const }),
+          });
+        }
+      }
+      progress.tick?.(page.items.length);
+      cursor = page.cursor;
+    } while (cursor);
+  } catch (e) {
+    await writer.abort();
+    throw e;
+  }
+  const items = await writer.finish();
+  const objects = [...refs.values()].sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
+  const ow = await JsonLinesWriter.create(path.join(dir, OBJECTS_FILE));
+  let totalSize = 0;
+  let mutable = 0;
+  for (const o of objects) {
+    await ow.write(o);
+    totalSize += o.size ?? 0;
+    if (o.mutable) mutable++;
+  }
+  const objectsFile = { ...(await ow.finish()), total_size: totalSize, mutable };
+  return { items, objectsFile, objects, epoch, installationId, restoreHeld, snapshotAt, excluded };
+}
+
+/** Copies every immutable object into DIR/content through the verifying read path. */
+async function copyContent(
+  ctx: ServiceContext,
+  dir: string,
+  objects: BackupObject[],
+  progress: PhaseProgress,
+  concurrency: number,
+): Promise<NonNullable<BackupManifest['content']>> {
+  const target = await openContentStore({ engine: 'fs', root: path.join(dir, CONTENT_DIR) });
+  const list = objects.filter((o) => !o.mutable);
+  const bar = progress('content', list.length);
+  let bytes = 0;
+  try {
+    await forEachLimited(list, concurrency, async (o) => {
+      let stream: Awaited<ReturnType<typeof ctx.content.get>>;
+      try {
+        stream = await ctx.content.get(o.key, o.digest, o.size === undefined ? {} : { expectedSize: o.size });
+      } catch (e) {
+        if (e instanceof NotFound)
+          throw new IntegrityError(`cannot back up ${o.key}: the object is missing from the content store`, { key: o.key });
+        throw e;
+      }
+      const put = await target.put(o.key, stream, { expectedDigest: o.digest });
+      bytes += put.size;
+      bar.tick?.(1);
+    });
+  } finally {
+    await target.close();
+  }
+  return { dir: CONTENT_DIR, count: list.length, bytes };
+}
+
+export async function forEachLimited<T>(list: T[], limit: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed: unknown;
+  const workers = Array.from({ length: Math.max(1, Math.min(limit, list.length)) }, async () => {
+    while (failed === undefined && next < list.length) {
+      const x = list[next++] as T;
+      try {
+        await fn(x);
+      } catch (e) {
+        failed ??= e;
+      }
+    }
+  });
+  await Promise.all(workers);
+  if (failed !== undefined) throw failed;
+}
+
+/** The backup registry, newest first (base table: SYS#installation / BACKUP#…). */
+export async function listBackups(ctx: Pick<ServiceContext, 'items'>): Promise<BackupRecord[]> {
+  const out: BackupRecord[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.items.query({
+      pk: SYS_PK,
+      sk: { beginsWith: BACKUP_SK_PREFIX },
+      descending: true,
+      consistent: true,
+      ...(cursor ? { cursor } : {}),
+    });
+    for (const i of page.items) out.push(toRecord(i));
+    cursor = page.cursor;
+  } while (cursor);
+  return out;
+}
+
+function toRecord(i: Item): BackupRecord {
+  const { PK: _pk, SK: _sk, type: _t, ...rest } = i;
+  return rest as unknown as BackupRecord;
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await fs.lstat(p);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
+}
+
+function fenceHeld(f: FenceInfo | undefined): MaintenanceInProgress {
+  return new MaintenanceInProgress(
+    f ? `maintenance is in progress: ${f.holder} (${f.purpose}) holds the fence in epoch ${f.epoch}; back up when it ends` : undefined,
+    f ? { holder: f.holder, epoch: f.epoch } : undefined,
+  );
+}

@@ -1,0 +1,463 @@
+/**
+ * `alp reconcile [--activate]`: proves that the metadata and the content of this installation agree.
+ *
+ * - every object the items name (references.ts refsOfItem over a full scan of the base table) exists
+ *   and re-hashes to its digest (verify-content.ts verifyObjects: streaming, verified reads);
+ * - every artifact's audit chain verifies (audit/verify.ts verifyArtifactAudit);
+ * - objects under artifacts/, executions/ and archive/ that no item names are listed as unexpected
+ *   (report only: orphans of interrupted writes are normal, and only retention may reclaim them);
+ * - for a held restore: the restore completed (RESTORED). When it did not, the backup is read to
+ *   report exactly which items and objects are missing.
+ *
+ * Status VERIFIED when nothing is missing, corrupt, conflicting or broken; otherwise FAILED. The result
+ * is persisted (bounded findings) under the held restore (RESTORE#{id} / RECONCILE#{id}) or, without a
+ * hold, under SYS#installation / RECONCILE#{id}. Provenance documents (provenance/) are derived from
+ * the verified PROV# chain and rewritten on every step: a mismatch there is reported as `derived`,
+ * never fails the result.
+ *
+ * Activation (`activateRestore`) accepts only the latest reconciliation of the held restore, only when
+ * it is VERIFIED and of this installation, and in one transaction records the activation, deletes the
+ * hold and advances the epoch (leases and fences stamped with the backup's epoch are stale from then on).
+ */
+import { assertNotFenced, fenceCheck } from '../audit/chain.ts';
+import { type ChainReport, verifyArtifactAudit } from '../audit/verify.ts';
+import { listAll } from '../content/content-store.ts';
+import { ConditionFailed, Conflict, Forbidden, IntegrityError, MaintenanceInProgress, NotFound } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import { INSTALLATION_SK, RESTORE_ACTIVATION_SK, reconcileSk, restorePk, SYS_PK } from '../core/keys.ts';
+import { IMMUTABLE_PREFIXES, isImmutableKey } from '../core/object-keys.ts';
+import type { ServiceContext } from '../lifecycle/context.ts';
+import { readInstallation } from '../lifecycle/installation.ts';
+import type { Principal } from '../lifecycle/model.ts';
+import type { ObjectRef } from '../lifecycle/references.ts';
+import { refsOfItem } from '../lifecycle/references.ts';
+import { type Progress, type VerifyReport, verifyObjects } from '../lifecycle/verify-content.ts';
+import { cond, type Item, type ItemKey, type TransactOp } from '../store/item-store.ts';
+import { forEachLimited, type PhaseProgress } from './backup.ts';
+import { isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
+import { heldRestore, type RestoreRecord, restoreKey } from './restore.ts';
+import { epochAdvanceOps, readEpoch, restoreHoldKey } from './system.ts';
+
+export type ReconcileStatus = 'VERIFIED' | 'FAILED';
+
+export const activationKey: ItemKey = { PK: SYS_PK, SK: RESTORE_ACTIVATION_SK };
+
+export interface ReconcileFinding {
+  kind: 'object' | 'derived' | 'audit' | 'restore' | 'item' | 'unexpected';
+  problem: string;
+  key?: string;
+  digest?: string;
+  source?: string;
+  row?: string;
+  detail: string;
+}
+
+export interface ReconcileReport {
+  reconcile_id: string;
+  status: ReconcileStatus;
+  installation_id: string | null;
+  restore_id: string | null;
+  started_at: string;
+  finished_at: string;
+  by: string;
+  items: number;
+  objects: { referenced: number; verified: number; bytes: number; missing: number; corrupt: number; errors: number; conflicts: number };
+  derived: { checked: number; mismatched: number };
+  audit: { artifacts: number; entries: number; broken: number; findings: number };
+  unexpected: { count: number };
+  restore: { status: string; items_expected: number; items_missing: number | null; backup_readable: boolean } | null;
+  /** Every finding (the persisted copy keeps the first MAX_PERSISTED_FINDINGS). */
+  findings: ReconcileFinding[];
+  persisted: boolean;
+}
+
+export const MAX_PERSISTED_FINDINGS = 100;
+const MAX_DETAIL = 300;
+
+export interface ReconcileOptions {
+  actor: string;
+  progress?: PhaseProgress;
+  /** Objects (in batches) and audit chains verified at a time; default 4. */
+  concurrency?: number;
+}
+
+const noProgress: PhaseProgress = () => ({});
+
+export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Promise<ReconcileReport> {
+  const progress = opts.progress ?? noProgress;
+  const startedAt = ctx.clock.now().toISOString();
+  const reconcileId = newId(ctx.clock);
+  const findings: ReconcileFinding[] = [];
+  const installation = await readInstallation(ctx);
+  await assertNotFenced(ctx);
+  const held = await heldRestore(ctx);
+  if (!installation) {
+    findings.push({
+      kind: 'restore',
+      problem: 'missing',
+      row: `${SYS_PK} ${INSTALLATION_SK}`,
+      detail: held
+        ? 'the installation record is missing: the restore has not written the items yet'
+        : 'there is no installation here (nothing was restored, or the restore stopped before it began)',
+    });
+  }
+  if (held && !held.record) {
+    findings.push({
+      kind: 'restore',
+      problem: 'missing',
+      row: `${restorePk(held.restoreId)} RESTORE`,
+      detail: 'the held restore has no record',
+    });
+  }
+
+  // One pass over the base table: references, artifacts, item count.
+  const refs = new Map<string, ObjectRef>();
+  const conflicts: ReconcileFinding[] = [];
+  const artifacts = new Set<string>();
+  let itemCount = 0;
+  const scanBar = progress('scan');
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.items.scan(cursor ? { cursor } : {});
+    for (const item of page.items) {
+      itemCount++;
+      if (item.PK.startsWith('ART#')) artifacts.add(item.PK.slice('ART#'.length));
+      for (const r of refsOfItem(item)) {
+        const seen = refs.get(r.key);
+        if (!seen) refs.set(r.key, r);
+        else if (seen.digest !== r.digest) {
+          conflicts.push({
+            kind: 'object',
+            problem: 'conflict',
+            key: r.key,
+            digest: r.digest,
+            source: r.source,
+            detail: `named with ${r.digest} here and with ${seen.digest} by ${seen.source}`,
+          });
+        }
+      }
+    }
+    scanBar.tick?.(page.items.length);
+    cursor = page.cursor;
+  } while (cursor);
+  findings.push(...conflicts);
+
+  // A restore that did not complete: what exactly is missing, from the backup.
+  let restoreSummary: ReconcileReport['restore'] = null;
+  const extraRefs: ObjectRef[] = [];
+  if (held?.record) {
+    const r = held.record;
+    restoreSummary = { status: r.status, items_expected: r.items_expected, items_missing: null, backup_readable: false };
+    if (r.status !== 'RESTORED') {
+      findings.push({
+        kind: 'restore',
+        problem: 'incomplete',
+        row: `${restorePk(r.restore_id)} RESTORE`,
+        detail: `restore ${r.restore_id} is ${r.status}: it was interrupted; run the restore again to complete it`,
+      });
+      let backup: VerifiedBackup | undefined;
+      try {
+        backup = await openBackup(r.backup_location, { expectedManifestDigest: r.manifest_digest });
+        restoreSummary.backup_readable = true;
+      } catch (e) {
+        findings.push({ kind: 'restore', problem: 'unreadable', detail: `backup ${r.backup_location}: ${clip((e as Error).message)}` });
+      }
+      if (backup) {
+        const missing = await missingItems(ctx, backup);
+        restoreSummary.items_missing = missing.length;
+        for (const k of missing)
+          findings.push({ kind: 'item', problem: 'missing', row: `${k.PK} ${k.SK}`, detail: 'in the backup, not restored' });
+        for await (const o of backup.objects()) {
+          if (!refs.has(o.key)) {
+            extraRefs.push({ key: o.key, digest: o.digest, ...(o.size !== undefined ? { size: o.size } : {}), source: 'backup manifest' });
+          }
+        }
+      }
+    }
+  }
+
+  // Objects: re-hash everything named (immutable objects decide the status; derived documents do not).
+  const all = [...refs.values(), ...extraRefs];
+  const immutable = all.filter((r) => isImmutableKey(r.key));
+  const derived = all.filter((r) => !isImmutableKey(r.key));
+  const concurrency = Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY);
+  const objBar = progress('objects', immutable.length);
+  const verified = await verifyInBatches(ctx, immutable, concurrency, objBar);
+  for (const f of verified.findings) findings.push({ kind: 'object', ...f, detail: clip(f.detail) });
+  const derivedReport = await verifyInBatches(ctx, derived, concurrency, {});
+  for (const f of derivedReport.findings) findings.push({ kind: 'derived', ...f, detail: clip(f.detail) });
+
+  // Audit chains.
+  const auditBar = progress('audit', artifacts.size);
+  const chains: ChainReport[] = [];
+  await forEachLimited([...artifacts], concurrency, async (id) => {
+    chains.push(await verifyArtifactAudit(ctx, id));
+    auditBar.tick?.(1);
+  });
+  chains.sort((a, b) => (a.artifact_id < b.artifact_id ? -1 : 1));
+  let entries = 0;
+  let broken = 0;
+  let auditFindings = 0;
+  for (const report of chains) {
+    entries += report.entries;
+    if (!report.ok) broken++;
+    auditFindings += report.findings.length;
+    for (const f of report.findings) findings.push({ kind: 'audit', problem: 'broken', row: f.row, detail: clip(f.problem) });
+  }
+
+  // Unexpected objects (report only).
+  const named = new Set(all.map((r) => r.key));
+  let unexpected = 0;
+  for (const prefix of IMMUTABLE_PREFIXES) {
+    for await (const o of listAll(ctx.content, prefix)) {
+      if (named.has(o.key)) continue;
+      unexpected++;
+      findings.push({ kind: 'unexpected', problem: 'unexpected', key: o.key, detail: `${o.size} bytes that no item names` });
+    }
+  }
+
+  const failing = findings.filter((f) => f.kind !== 'derived' && f.kind !== 'unexpected');
+  const status: ReconcileStatus = failing.length === 0 && installation ? 'VERIFIED' : 'FAILED';
+  const count = (p: string) => verified.findings.filter((f) => f.problem === p).length;
+  const report: ReconcileReport = {
+    reconcile_id: reconcileId,
+    status,
+    installation_id: installation?.installation_id ?? null,
+    restore_id: held?.restoreId ?? null,
+    started_at: startedAt,
+    finished_at: ctx.clock.now().toISOString(),
+    by: opts.actor,
+    items: itemCount,
+    objects: {
+      referenced: immutable.length,
+      verified: verified.ok,
+      bytes: verified.bytes,
+      missing: count('missing'),
+      corrupt: count('corrupt'),
+      errors: count('error'),
+      conflicts: conflicts.length,
+    },
+    derived: { checked: derived.length, mismatched: derivedReport.findings.length },
+    audit: { artifacts: artifacts.size, entries, broken, findings: auditFindings },
+    unexpected: { count: unexpected },
+    restore: restoreSummary,
+    findings,
+    persisted: false,
+  };
+  report.persisted = await persist(ctx, report, held?.record);
+  return report;
+}
+
+const DEFAULT_CONCURRENCY = 4;
+const VERIFY_BATCH = 32;
+
+/**
+ * verifyObjects over batches of references, `concurrency` batches at a time: the reads of one object
+ * overlap the hashing of another (and, on S3, the round trips). Findings come back sorted by key.
+ */
+export async function verifyInBatches(ctx: ServiceContext, refs: ObjectRef[], concurrency: number, bar: Progress): Promise<VerifyReport> {
+  const total: VerifyReport = { objects: refs.length, bytes: 0, ok: 0, findings: [] };
+  const batches: ObjectRef[][] = [];
+  for (let i = 0; i < refs.length; i += VERIFY_BATCH) batches.push(refs.slice(i, i + VERIFY_BATCH));
+  await forEachLimited(batches, concurrency, async (batch) => {
+    const r = await verifyObjects(ctx, batch, { tick: (n) => bar.tick?.(n) });
+    total.bytes += r.bytes;
+    total.ok += r.ok;
+    total.findings.push(...r.findings);
+  });
+  total.findings.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return total;
+}
+
+/** Items of the backup that the target does not hold (read in chunks of 100). */
+async function missingItems(ctx: ServiceContext, backup: VerifiedBackup): Promise<ItemKey[]> {
+  const missing: ItemKey[] = [];
+  let chunk: ItemKey[] = [];
+  const check = async () => {
+    const found = await ctx.items.batchGet(chunk);
+    const have = new Set(found.map((i) => `${i.PK}\u0000${i.SK}`));
+    for (const k of chunk) if (!have.has(`${k.PK}\u0000${k.SK}`)) missing.push(k);
+    chunk = [];
+  };
+  for await (const item of backup.items()) {
+    if (isNeverBackedUp(item)) continue;
+    chunk.push({ PK: item.PK, SK: item.SK });
+    if (chunk.length >= 100) await check();
+  }
+  if (chunk.length) await check();
+  return missing;
+}
+
+/**
+ * Stores the result. An empty target (nothing restored yet) is left empty, so the restore can still
+ * begin there: the result is only returned.
+ */
+async function persist(ctx: ServiceContext, report: ReconcileReport, restore: RestoreRecord | undefined): Promise<boolean> {
+  if (!report.installation_id && !restore) return false;
+  const { findings, persisted: _p, ...summary } = report;
+  const kept = findings.slice(0, MAX_PERSISTED_FINDINGS);
+  const item: Item = {
+    PK: restore ? restorePk(restore.restore_id) : SYS_PK,
+    SK: reconcileSk(report.reconcile_id),
+    type: 'reconcile',
+    ...summary,
+    findings: kept,
+    findings_total: findings.length,
+    findings_truncated: findings.length > kept.length,
+  };
+  // Persisting is a database write like any other: not while a maintenance holds the fence.
+  const ops: TransactOp[] = [{ op: 'put', item, condition: cond.notExists() }, fenceCheck()];
+  if (restore) {
+    ops.push({
+      op: 'update',
+      key: restoreKey(restore.restore_id),
+      update: {
+        set: { last_reconcile_id: report.reconcile_id, last_reconcile_status: report.status, last_reconciled_at: report.finished_at },
+      },
+      condition: cond.exists(),
+    });
+  }
+  try {
+    await ctx.items.transactWrite(ops);
+  } catch (e) {
+    if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
+    throw e;
+  }
+  return true;
+}
+
+export interface Activation {
+  restore_id: string;
+  reconcile_id: string;
+  installation_id: string;
+  activated_at: string;
+  activated_by: string;
+  epoch: number;
+}
+
+/**
+ * Activates the held restore on the strength of reconciliation `reconcileId`: it must be the latest
+ * reconciliation of that restore, VERIFIED, of this installation. One transaction: the restore record
+ * becomes ACTIVATED, the hold is deleted, the epoch advances.
+ */
+export async function activateRestore(ctx: ServiceContext, reconcileId: string, by: Principal): Promise<Activation> {
+  if (by.kind !== 'human') throw new Forbidden(`activating a restore needs a human operator, not ${by.kind} ${by.id}`);
+  const actor = by.id;
+  const held = await heldRestore(ctx);
+  if (!held) throw new Conflict('no restore hold is set here: there is nothing to activate');
+  const r = held.record;
+  if (!r) throw new NotFound(`the held restore ${held.restoreId} has no record`);
+  const recKey = { PK: restorePk(r.restore_id), SK: reconcileSk(reconcileId) };
+  const rec = await ctx.items.get(recKey, { consistent: true });
+  if (!rec) throw new NotFound(`no reconciliation ${reconcileId} of restore ${r.restore_id}`);
+  if (rec.status !== 'VERIFIED') {
+    throw new IntegrityError(`reconciliation ${reconcileId} is ${String(rec.status)}: a FAILED reconciliation can never be activated`, {
+      reconcile_id: reconcileId,
+    });
+  }
+  if (r.last_reconcile_id !== reconcileId) {
+    throw new Conflict(`reconciliation ${reconcileId} is not the latest of restore ${r.restore_id} (${String(r.last_reconcile_id)})`);
+  }
+  const installation = await readInstallation(ctx);
+  if (!installation || installation.installation_id !== r.installation_id || rec.installation_id !== r.installation_id) {
+    throw new Conflict(`reconciliation ${reconcileId} is not of this installation`);
+  }
+  const epoch = await readEpoch(ctx.items);
+  const at = ctx.clock.now().toISOString();
+  const ops: TransactOp[] = [
+    { op: 'check', key: recKey, condition: cond.and(cond.eq('status', 'VERIFIED'), cond.eq('installation_id', r.installation_id)) },
+    {
+      op: 'update',
+      key: restoreKey(r.restore_id),
+      update: { set: { status: 'ACTIVATED', activated_at: at, activated_by: actor, activation_reconcile_id: reconcileId } },
+      condition: cond.and(
+        cond.eq('status', 'RESTORED'),
+        cond.eq('last_reconcile_id', reconcileId),
+        cond.eq('last_reconcile_status', 'VERIFIED'),
+      ),
+    },
+    { op: 'delete', key: restoreHoldKey, condition: cond.eq('restore_id', r.restore_id) },
+    { op: 'check', key: { PK: SYS_PK, SK: INSTALLATION_SK }, condition: cond.eq('installation_id', r.installation_id) },
+    fenceCheck(),
+    {
+      op: 'put',
+      item: {
+        ...activationKey,
+        type: 'restore_activation',
+        restore_id: r.restore_id,
+        reconcile_id: reconcileId,
+        installation_id: r.installation_id,
+        activated_at: at,
+        activated_by: actor,
+      },
+    },
+    ...epochAdvanceOps(epoch, at, actor, `restore ${r.restore_id} activated`),
+  ];
+  try {
+    await ctx.items.transactWrite(ops);
+  } catch (e) {
+    if (e instanceof ConditionFailed && e.failedIndex === 4) throw new MaintenanceInProgress();
+    if (e instanceof ConditionFailed)
+      throw new Conflict('the restore, its hold or the epoch changed during activation; reconcile again', { failedIndex: e.failedIndex });
+    throw e;
+  }
+  return {
+    restore_id: r.restore_id,
+    reconcile_id: reconcileId,
+    installation_id: r.installation_id,
+    activated_at: at,
+    activated_by: actor,
+    epoch: epoch + 1,
+  };
+}
+
+/**
+ * Proof that this store is an activated, VERIFIED restore (what the retention approval points to):
+ * no hold is set and the latest activated restore record names a VERIFIED reconciliation. Undefined
+ * when the store is not such a restore.
+ */
+export interface RestoreProof {
+  installation_id: string;
+  restore_id: string;
+  reconcile_id: string;
+  activated_at: string;
+  activated_by: string;
+  backup_id: string;
+  backup_epoch: number;
+  backup_snapshot_at: string;
+  manifest_digest: string;
+  target_metadata: string;
+  target_content: string;
+}
+
+export async function readRestoreProof(ctx: Pick<ServiceContext, 'items'>): Promise<RestoreProof | undefined> {
+  if (await ctx.items.get(restoreHoldKey, { consistent: true })) return undefined;
+  const installation = await ctx.items.get({ PK: SYS_PK, SK: INSTALLATION_SK }, { consistent: true });
+  if (!installation) return undefined;
+  const activation = await ctx.items.get(activationKey, { consistent: true });
+  if (!activation) return undefined;
+  const restore = await ctx.items.get(restoreKey(activation.restore_id as string), { consistent: true });
+  const rec = await ctx.items.get(
+    { PK: restorePk(activation.restore_id as string), SK: reconcileSk(activation.reconcile_id as string) },
+    { consistent: true },
+  );
+  if (restore?.status !== 'ACTIVATED' || rec?.status !== 'VERIFIED') return undefined;
+  if (restore.installation_id !== installation.installation_id || rec.installation_id !== installation.installation_id) return undefined;
+  return {
+    installation_id: installation.installation_id as string,
+    restore_id: restore.restore_id as string,
+    reconcile_id: rec.reconcile_id as string,
+    activated_at: restore.activated_at as string,
+    activated_by: restore.activated_by as string,
+    backup_id: restore.backup_id as string,
+    backup_epoch: restore.backup_epoch as number,
+    backup_snapshot_at: restore.backup_snapshot_at as string,
+    manifest_digest: restore.manifest_digest as string,
+    target_metadata: restore.target_metadata as string,
+    target_content: restore.target_content as string,
+  };
+}
+
+function clip(s: string): string {
+  return s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL)}…` : s;
+}

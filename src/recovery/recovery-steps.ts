@@ -1,0 +1,66 @@
+/**
+ * Crash recovery of the maintenance fence. A maintenance that died keeps the fence (publishers stay
+ * refused); an operator advances the epoch, then `alp maintenance release --epoch N` runs
+ * `recoverMaintenance`: it takes the abandoned fence over in epoch N, runs every recovery step under
+ * it, and releases it only when they all succeeded.
+ *
+ * Plug point: a service whose maintenance work can be interrupted half-way (the retention purge
+ * journal: PREPARED records to review and retry) adds its step to `maintenanceRecoverySteps`.
+ */
+import { MaintenanceInProgress, StaleEpoch } from '../core/errors.ts';
+import type { ServiceContext } from '../lifecycle/context.ts';
+import { type FenceInfo, type MaintenanceHandle, readFence, withMaintenance } from './maintenance.ts';
+import { readEpoch } from './system.ts';
+
+export interface MaintenanceRecoveryStep {
+  name: string;
+  /** Runs under the taken-over fence; `m.abandoned` is the fence the crashed maintenance left. */
+  run(ctx: ServiceContext, m: MaintenanceHandle): Promise<Record<string, unknown> | undefined>;
+}
+
+/** The steps every recovery runs, in order. The retention issue adds its purge-journal recovery here. */
+export async function maintenanceRecoverySteps(): Promise<MaintenanceRecoveryStep[]> {
+  return [];
+}
+
+export interface RecoveryResult {
+  recovered: boolean;
+  abandoned?: FenceInfo;
+  steps: Array<{ name: string; result: Record<string, unknown> | undefined }>;
+}
+
+/**
+ * Recovers an abandoned fence: refused with STALE_EPOCH when `epoch` is not the current epoch, and
+ * with MAINTENANCE when the fence was taken in the current epoch (its holder may be alive: advance the
+ * epoch first if it is not). A step that fails leaves the fence held (publishers stay out).
+ */
+export async function recoverMaintenance(
+  ctx: ServiceContext,
+  epoch: number,
+  owner: string,
+  steps?: MaintenanceRecoveryStep[],
+): Promise<RecoveryResult> {
+  const current = await readEpoch(ctx.items);
+  if (epoch !== current) throw new StaleEpoch(epoch, current);
+  const fence = await readFence(ctx);
+  if (!fence) return { recovered: false, steps: [] };
+  if (fence.epoch >= current) {
+    throw new MaintenanceInProgress(
+      `the fence is held in the current epoch ${fence.epoch} by ${fence.holder} (${fence.purpose}, pid ${fence.pid} on ${fence.host}, since ${fence.acquired_at}); ` +
+        'if that maintenance is dead, run `alp epoch advance` first, then release with the new epoch',
+      { holder: fence.holder, epoch: fence.epoch },
+    );
+  }
+  const list = steps ?? (await maintenanceRecoverySteps());
+  return withMaintenance(
+    ctx,
+    epoch,
+    owner,
+    async (m) => {
+      const done: RecoveryResult['steps'] = [];
+      for (const step of list) done.push({ name: step.name, result: await step.run(ctx, m) });
+      return { recovered: true, abandoned: fence, steps: done };
+    },
+    { purpose: 'crash recovery', takeOverStale: true, holdOnFailure: true },
+  );
+}
