@@ -21,6 +21,7 @@ import { activateRestore, readRestoreProof, reconcile } from '../../src/recovery
 import { restoreBackup } from '../../src/recovery/restore.ts';
 import { isRestoreHeld, readEpoch } from '../../src/recovery/system.ts';
 import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
+import { alpJson } from '../helpers/cli.ts';
 import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamodb-local.ts';
 import { type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
 import { bytesOf, tempDir } from '../helpers/tmp.ts';
@@ -127,6 +128,23 @@ describe('recovery on DynamoDB Local + s3rver', () => {
     );
     await assert.rejects(activateRestore(moved, bad.reconcile_id, alice), /never be activated/);
     assert.equal(await isRestoreHeld(moved.items), true);
+
+    // The CLI, into a table and a prefix of its own (the table is created by the restore).
+    const [dynamo] = await start();
+    const cliTable = dynamo.tableName('cli');
+    const metadata = `dynamodb://${cliTable}?region=${dynamo.region}&endpoint=${encodeURIComponent(dynamo.endpoint)}`;
+    const contentUrl = `s3://${s3.bucket}/cli-${randomUUID().slice(0, 8)}/?region=${s3.region}&endpoint=${encodeURIComponent(s3.endpoint)}`;
+    const env = {
+      AWS_ACCESS_KEY_ID: s3.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
+      AWS_REGION: dynamo.region,
+    };
+    const storage = ['--metadata', metadata, '--content', contentUrl];
+    const restored = await alpJson(['restore', '--from', full.location, ...storage], { env });
+    assert.equal(restored.status, 'RESTORED');
+    const activated = await alpJson(['reconcile', '--activate', ...storage], { env });
+    assert.equal(activated.status, 'VERIFIED');
+    assert.equal((activated.activation as { epoch: number }).epoch, 2);
 
     // Across engines: the same backup into SQLite + a directory.
     const local = await embeddedAt(path.join(dir, 'sqlite'));
