@@ -1,17 +1,19 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle, http. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle, telemetry, http. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
 import { benchHttp } from './http.ts';
 import { benchLifecycle } from './lifecycle.ts';
 import { benchRecovery } from './recovery.ts';
 import { benchStorage } from './storage.ts';
+import { benchTelemetry } from './telemetry.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const quick = process.env.ALP_BENCH_QUICK === '1';
 const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
   lifecycle: () => benchLifecycle(quick ? { count: 400 } : {}),
+  telemetry: () => benchTelemetry(quick ? { count: 400, records: 500 } : {}),
   recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024 } : {}),
   http: () => benchHttp({ quick }),
 };

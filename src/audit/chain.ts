@@ -13,7 +13,7 @@ import { ConditionFailed, Conflict, MaintenanceInProgress, NotFound } from '../c
 import { artifactPk, FENCE_SK, HEAD_SK, SYS_PK } from '../core/keys.ts';
 import type { AuditEvent, ServiceContext } from '../lifecycle/context.ts';
 import type { HeadItem } from '../lifecycle/model.ts';
-import { cond, type Item, type TransactOp, type UpdateSpec } from '../store/item-store.ts';
+import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp, type UpdateSpec } from '../store/item-store.ts';
 
 export const AUDIT_TYPES = [
   'transition',
@@ -88,6 +88,13 @@ export interface CommitResult {
 }
 
 const MAX_HEAD_RETRIES = 10;
+
+/**
+ * Operations every audit transaction adds beyond the plan's ops and entries: the HEAD update, the
+ * maintenance-fence check and one audit-sink fallback (the telemetry drop counter). Plans must fit in
+ * MAX_TRANSACT_OPS - AUDIT_RESERVED_OPS.
+ */
+export const AUDIT_RESERVED_OPS = 3;
 
 export const fenceKey = { PK: SYS_PK, SK: FENCE_SK };
 
@@ -188,13 +195,18 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
   const firstHead = domainOps.length + auditOps.length;
   const fenceIndex = firstHead + headOps.length;
   const attempt = (sinkOps: TransactOp[]) => ctx.items.transactWrite([...core, ...sinkOps]);
+  const sinkOps = sinkParts.flatMap((p) => p.ops);
+  const fallbackOps = sinkParts.flatMap((p) => p.fallback);
+  // Sink operations that would take the transaction past its operation limit use their fallback
+  // (a counted drop) instead; the lifecycle leaves room for it (AUDIT_RESERVED_OPS).
+  const fits = core.length + sinkOps.length <= MAX_TRANSACT_OPS;
   try {
     try {
-      await attempt(sinkParts.flatMap((p) => p.ops));
+      await attempt(fits ? sinkOps : fallbackOps);
     } catch (e) {
       // A sink that cannot take the events (a full queue) never blocks the audit write.
-      if (e instanceof ConditionFailed && e.failedIndex !== undefined && e.failedIndex > fenceIndex) {
-        await attempt(sinkParts.flatMap((p) => p.fallback));
+      if (fits && e instanceof ConditionFailed && e.failedIndex !== undefined && e.failedIndex > fenceIndex) {
+        await attempt(fallbackOps);
       } else throw e;
     }
   } catch (e) {

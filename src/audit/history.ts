@@ -1,21 +1,125 @@
 /**
- * The merged history of an artifact: every chain entry in sequence order, read from the base table.
+ * The merged history of an artifact: every chain entry in sequence order, read from the base table
+ * and from the packed history segments the partition's `history_segment` items name (see
+ * compaction.ts). This is the single place that reads chains: `alp history`, `audit verify` and
+ * compaction all go through loadChain, so packed history is read transparently.
  */
+import { gunzipSync } from 'node:zlib';
+import { canonicalJson } from '../core/canonical-json.ts';
+import type { Digest } from '../core/digest.ts';
+import { AlpError, IntegrityError, NotFound } from '../core/errors.ts';
 import { artifactPk, HEAD_SK } from '../core/keys.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import type { HeadItem } from '../lifecycle/model.ts';
 import type { Item } from '../store/item-store.ts';
 import { hashedPart, isAuditType } from './chain.ts';
 
-export interface LoadedChain {
-  head: HeadItem | undefined;
-  /** Audit entries ordered by seq. */
-  entries: Item[];
-  /** Every other item of the partition (versions, ...). */
-  live: Item[];
+export const SEGMENT_TYPE = 'history_segment';
+
+/** The item that records one packed segment (ART#{id} / SEG#{first_seq:10}). */
+export interface SegmentItem extends Item {
+  type: typeof SEGMENT_TYPE;
+  artifact_id: string;
+  first_seq: number;
+  last_seq: number;
+  entries: number;
+  key: string;
+  digest: Digest;
+  /** Bytes of the gzip object. */
+  size: number;
+  /** Bytes of the JSON Lines before compression. */
+  raw_bytes: number;
+  /** prev_hash of the first packed entry and hash of the last: where the segment joins the chain. */
+  first_prev_hash: string | null;
+  last_hash: string;
+  before: string;
+  created_at: string;
 }
 
-export async function loadChain(ctx: ServiceContext, artifactId: string): Promise<LoadedChain> {
+export interface LoadedSegment {
+  item: SegmentItem;
+  /** The packed entries, in seq order (empty when the segment could not be read). */
+  entries: Item[];
+  /** Why the segment cannot be trusted, if it cannot. */
+  problem?: string;
+}
+
+export interface LoadedChain {
+  head: HeadItem | undefined;
+  /** Audit entries ordered by seq: packed and hot merged, one per seq (the hot copy wins). */
+  entries: Item[];
+  /** Every other item of the partition (versions, hot audit items, segment items, ...). */
+  live: Item[];
+  segments: LoadedSegment[];
+  /** Seqs held both hot and packed whose recorded parts differ (a copy was altered). */
+  conflicts: Array<{ seq: number; hot: Item; packed: Item }>;
+}
+
+export function isSegmentItem(item: Item): item is SegmentItem {
+  return item.type === SEGMENT_TYPE;
+}
+
+/** The JSON Lines a segment holds: the full items, canonical JSON, one per line. */
+export function segmentLines(entries: Item[]): Buffer {
+  return Buffer.from(entries.map((e) => `${canonicalJson(e)}\n`).join(''), 'utf8');
+}
+
+/** Reads a segment object through the content store (digest verified while streaming) and parses it. */
+export async function readSegmentObject(ctx: ServiceContext, key: string, digest: Digest, size?: number): Promise<Item[]> {
+  const stream = await ctx.content.get(key, digest, size === undefined ? {} : { expectedSize: size });
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.from(c as Uint8Array));
+  let raw: Buffer;
+  try {
+    raw = gunzipSync(Buffer.concat(chunks));
+  } catch (e) {
+    throw new IntegrityError(`segment ${key} is not valid gzip: ${(e as Error).message}`);
+  }
+  const text = raw.toString('utf8');
+  if (text.length > 0 && !text.endsWith('\n')) throw new IntegrityError(`segment ${key} does not end with a newline`);
+  return text
+    .split('\n')
+    .slice(0, -1)
+    .map((line, i) => {
+      try {
+        const item = JSON.parse(line) as Item;
+        if (typeof item !== 'object' || item === null || typeof item.PK !== 'string') throw new Error('not an item');
+        return item;
+      } catch (e) {
+        throw new IntegrityError(`segment ${key} line ${i + 1} is not an item: ${(e as Error).message}`);
+      }
+    });
+}
+
+/** Loads and checks one segment: its object, and that it holds exactly the entries its item says. */
+export async function loadSegment(ctx: ServiceContext, seg: SegmentItem): Promise<LoadedSegment> {
+  try {
+    const entries = await readSegmentObject(ctx, seg.key, seg.digest, seg.size);
+    const expected = seg.last_seq - seg.first_seq + 1;
+    if (entries.length !== expected || entries.length !== seg.entries)
+      return { item: seg, entries: [], problem: `segment holds ${entries.length} entries where its item says ${seg.entries}` };
+    for (const [i, e] of entries.entries()) {
+      if (e.PK !== seg.PK || e.seq !== seg.first_seq + i || !isAuditType(e.type))
+        return { item: seg, entries: [], problem: `segment line ${i + 1} is not audit entry ${seg.first_seq + i} of ${seg.PK}` };
+    }
+    if ((entries[0]?.prev_hash ?? null) !== seg.first_prev_hash)
+      return { item: seg, entries, problem: 'first packed entry does not link where the segment item says' };
+    if (entries[entries.length - 1]?.hash !== seg.last_hash)
+      return { item: seg, entries, problem: 'last packed entry is not the hash the segment item records' };
+    return { item: seg, entries };
+  } catch (e) {
+    if (e instanceof NotFound) return { item: seg, entries: [], problem: `segment object ${seg.key} is missing` };
+    if (e instanceof AlpError && e.code === 'INTEGRITY') return { item: seg, entries: [], problem: e.message };
+    throw e;
+  }
+}
+
+/**
+ * Reads an artifact's partition and its packed segments. By default a segment that is missing, does
+ * not match its digest or does not hold what its item says fails with IntegrityError; with
+ * `tolerant` (audit verify) it is reported in `segments[].problem` and its entries are left out.
+ */
+export async function loadChain(ctx: ServiceContext, artifactId: string, opts: { tolerant?: boolean } = {}): Promise<LoadedChain> {
   const all: Item[] = [];
   let cursor: string | undefined;
   do {
@@ -24,9 +128,26 @@ export async function loadChain(ctx: ServiceContext, artifactId: string): Promis
     cursor = page.cursor;
   } while (cursor);
   const head = all.find((i) => i.SK === HEAD_SK) as HeadItem | undefined;
-  const entries = all.filter((i) => isAuditType(i.type)).sort((a, b) => (a.seq as number) - (b.seq as number));
+  const segments: LoadedSegment[] = [];
+  for (const seg of all.filter(isSegmentItem).sort((a, b) => a.first_seq - b.first_seq)) {
+    const loaded = await loadSegment(ctx, seg);
+    if (loaded.problem && !opts.tolerant) throw new IntegrityError(`history of ${artifactId}: ${loaded.problem}`, { segment: seg.SK });
+    segments.push(loaded);
+  }
+  const bySeq = new Map<number, Item>();
+  for (const s of segments) for (const e of s.entries) if (!bySeq.has(e.seq as number)) bySeq.set(e.seq as number, e);
+  const conflicts: LoadedChain['conflicts'] = [];
+  const hot = all.filter((i) => isAuditType(i.type));
+  for (const e of hot) {
+    const seq = e.seq as number;
+    const packed = bySeq.get(seq);
+    if (packed && packed !== e && canonicalJson(hashedPart(packed)) !== canonicalJson(hashedPart(e)))
+      conflicts.push({ seq, hot: e, packed });
+    bySeq.set(seq, e);
+  }
+  const entries = [...bySeq.values()].sort((a, b) => (a.seq as number) - (b.seq as number));
   const live = all.filter((i) => i.SK !== HEAD_SK);
-  return { head, entries, live };
+  return { head, entries, live, segments, conflicts };
 }
 
 /** A readable entry: its type, sequence, time, actor and the fields that say what happened. */
@@ -42,9 +163,6 @@ export function recordedView(e: Item): Record<string, unknown> {
 
 export async function history(ctx: ServiceContext, artifactId: string): Promise<Record<string, unknown>[]> {
   const { head, entries } = await loadChain(ctx, artifactId);
-  if (!head) {
-    const { NotFound } = await import('../core/errors.ts');
-    throw new NotFound(`no artifact ${artifactId}`);
-  }
+  if (!head) throw new NotFound(`no artifact ${artifactId}`);
   return entries.map(recordedView);
 }

@@ -1,7 +1,8 @@
 /**
  * Audit verification: recomputes every hash of an artifact's chain, checks the links and the HEAD,
  * and cross-checks the live items against what the chain says (a version's state and content, an
- * execution's outputs and status, a compensation's state). Reads the base table only.
+ * execution's outputs and status, a compensation's state). Reads the base table and the packed history
+ * segments (their digests, that they hold what their items say, and that they agree with any hot copy).
  */
 import { artifactPk, versionSk } from '../core/keys.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
@@ -26,7 +27,15 @@ export interface ChainReport {
 export async function verifyArtifactAudit(ctx: ServiceContext, artifactId: string): Promise<ChainReport> {
   const findings: ChainFinding[] = [];
   const add = (row: string, problem: string) => findings.push({ artifact_id: artifactId, row, problem });
-  const { head, entries, live } = await loadChain(ctx, artifactId);
+  const { head, entries, live, segments, conflicts } = await loadChain(ctx, artifactId, { tolerant: true });
+  for (const s of segments) if (s.problem) add(`${s.item.PK} ${s.item.SK}`, `packed history segment ${s.item.key}: ${s.problem}`);
+  for (let i = 1; i < segments.length; i++) {
+    const prev = segments[i - 1] as (typeof segments)[number];
+    const cur = segments[i] as (typeof segments)[number];
+    if (cur.item.first_seq <= prev.item.last_seq) add(`${cur.item.PK} ${cur.item.SK}`, `packed history segment overlaps ${prev.item.SK}`);
+  }
+  for (const c of conflicts)
+    add(`${c.hot.PK} ${c.hot.SK}`, `entry ${c.seq} differs from its packed copy in a history segment (one of them was edited)`);
   if (!head) {
     add(`${artifactPk(artifactId)} HEAD`, 'HEAD item missing');
     return { artifact_id: artifactId, entries: entries.length, ok: false, findings };

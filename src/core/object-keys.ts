@@ -105,3 +105,14 @@ export function validateListPrefix(prefix: string): void {
   const trimmed = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
   validateObjectKey(trimmed);
 }
+
+/**
+ * Packed audit history (src/audit/compaction.ts): immutable JSON Lines + gzip objects named by their
+ * own digest, each recorded by a `history_segment` item. Never retention candidates (seed 004: audit
+ * segments are not deleted).
+ */
+export const HISTORY_SEGMENT_PREFIX = 'history/segments/';
+export const historySegmentKey = (artifactId: string, digestHex: string) => {
+  if (!/^[0-9a-f]{64}$/.test(digestHex)) throw new InvalidInput('a segment key needs a sha256 hex digest');
+  return `${HISTORY_SEGMENT_PREFIX}${artifactId}/${digestHex}.jsonl.gz`;
+};

@@ -4,7 +4,7 @@
  * engine has classes), verify each copy, then in one transaction record the archive keys and move
  * every version to ARCHIVED. Originals stay: only the retention protocol may remove them.
  */
-import { assertNotFenced, runAudited } from '../audit/chain.ts';
+import { AUDIT_RESERVED_OPS, assertNotFenced, runAudited } from '../audit/chain.ts';
 import type { Digest } from '../core/digest.ts';
 import { Conflict } from '../core/errors.ts';
 import { archiveKey } from '../core/object-keys.ts';
@@ -64,7 +64,7 @@ export async function archiveArtifact(ctx: ServiceContext, actor: Principal, art
       condition: cond.exists(),
     }));
     const merged = merge(...parts);
-    if (merged.ops.length + merged.entries.length + execOps.length + 2 > MAX_TRANSACT_OPS) {
+    if (merged.ops.length + merged.entries.length + execOps.length + AUDIT_RESERVED_OPS > MAX_TRANSACT_OPS) {
       throw new Conflict(`artifact ${artifactId} has too many versions and runs to archive in one transaction`);
     }
     return {

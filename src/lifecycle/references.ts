@@ -43,6 +43,11 @@ export function refsOfItem(item: Item): ObjectRef[] {
     case 'head':
       add(item.provenance_key, item.provenance_hash, undefined, 'provenance document');
       break;
+    case 'history_segment':
+      // A packed audit history segment (src/audit/compaction.ts): an immutable digest file whose
+      // contents (the packed audit items) name further digests.
+      add(item.key, item.digest, item.size, `history segment ${String(item.first_seq)}–${String(item.last_seq)}`);
+      break;
   }
   return refs;
 }

@@ -4,7 +4,7 @@
  * `transition --to`.
  */
 import type { AuditDraft } from '../audit/chain.ts';
-import { runAudited } from '../audit/chain.ts';
+import { AUDIT_RESERVED_OPS, runAudited } from '../audit/chain.ts';
 import { Conflict, InvalidInput } from '../core/errors.ts';
 import { artifactPk, compensationSk, compStateGsiPk } from '../core/keys.ts';
 import { cond, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
@@ -89,7 +89,7 @@ export async function propose(
       }
     }
     const plan = merge(...parts);
-    if (plan.ops.length + plan.entries.length + 2 > MAX_TRANSACT_OPS) {
+    if (plan.ops.length + plan.entries.length + AUDIT_RESERVED_OPS > MAX_TRANSACT_OPS) {
       throw new Conflict(`too many open versions to supersede in one transaction; archive or supersede older versions first`);
     }
     proposed = { ...target, state: 'PROPOSED' };

@@ -1,4 +1,18 @@
 import type { ServiceContext } from '../lifecycle/context.ts';
+import { type TelemetryLimits, telemetryLimitsFromEnv } from '../telemetry/limits.ts';
+import { TelemetryQueue } from '../telemetry/queue.ts';
 
-/** Plugs the telemetry outbox into the audit transaction (the telemetry issue fills this in). */
-export async function attachAuditSinks(_ctx: ServiceContext): Promise<void> {}
+/**
+ * Plugs the telemetry outbox into the audit transaction of every entry point (CLI, HTTP server): each
+ * audit insert also enqueues one record per event, or counts a drop when the queue is full.
+ *
+ * Attaching does no I/O (on DynamoDB the table may not exist before `alp init`): the queue is opened
+ * on the first audit write of the process, one get, creating it with the stated or default limits if
+ * it was never initialised. Limits stated by this process (`limits`, else ALP_TELEMETRY_MAX_RECORDS /
+ * _MAX_BYTES / _MAX_ATTEMPTS) that differ from the persisted ones are refused at that point.
+ */
+export async function attachAuditSinks(ctx: ServiceContext, opts: { limits?: Partial<TelemetryLimits> } = {}): Promise<TelemetryQueue> {
+  const queue = new TelemetryQueue(ctx.items, opts.limits ?? telemetryLimitsFromEnv(), { clock: ctx.clock });
+  ctx.auditSinks.push(queue.auditSink());
+  return queue;
+}

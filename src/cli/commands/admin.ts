@@ -4,6 +4,8 @@ import { ExitCode } from '../../core/errors.ts';
 import { initInstallation } from '../../lifecycle/installation.ts';
 import { createToken } from '../../lifecycle/principals.ts';
 import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
+import { telemetryLimitsFromEnv } from '../../telemetry/limits.ts';
+import { TelemetryQueue } from '../../telemetry/queue.ts';
 import { progressBar } from '../progress.ts';
 import { actingPrincipal, output, type Runtime, withRuntime } from '../runtime.ts';
 
@@ -11,6 +13,8 @@ export async function initAndDescribe(rt: Runtime) {
   const prepare = (rt.ctx.items as { ensureTable?: () => Promise<void> }).ensureTable;
   if (prepare) await prepare.call(rt.ctx.items);
   const { installation, created } = await initInstallation(rt.ctx);
+  // The storage worker initialises the telemetry outbox (limits from ALP_TELEMETRY_*, else defaults).
+  const telemetry = await new TelemetryQueue(rt.ctx.items, telemetryLimitsFromEnv(), { clock: rt.ctx.clock }).open();
   const cleaned = await rt.ctx.content.cleanupInterrupted();
   return {
     ...installation,
@@ -18,6 +22,7 @@ export async function initAndDescribe(rt: Runtime) {
     metadata: describeMetadata(rt.config.metadata),
     content: describeContent(rt.config.content),
     interrupted_uploads_removed: cleaned,
+    telemetry_limits: telemetry,
   };
 }
 

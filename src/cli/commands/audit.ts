@@ -7,36 +7,46 @@ import { addProvenance, inTotoStatement, listProvenance, provenanceStepView } fr
 import { type IndexQuery, queryIndex } from '../../lifecycle/queries.ts';
 import { progressBar } from '../progress.ts';
 import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { registerHistoryCompact } from './history-compact.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
-export function registerAuditCommands(program: Command): void {
-  program
-    .command('history <id>')
-    .description('the merged, ordered audit history of an artifact')
-    .action(async (id: string, _o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const entries = await history(rt.ctx, id);
-        output(rt.opts, { artifact_id: id, entries }, () =>
-          entries.map((e) => {
-            const actor = (e.actor ?? e.started_by ?? e.finished_by ?? e.uploaded_by ?? e.recorded_by ?? e.created_by) as
-              | { id: string }
-              | string
-              | undefined;
-            const who = typeof actor === 'string' ? actor : actor?.id;
-            const what =
-              e.type === 'transition'
-                ? `v${String(e.version)} ${String(e.from ?? '∅')} → ${String(e.to)}${e.reason ? ` (${String(e.reason)})` : ''}`
-                : e.type === 'approval'
-                  ? `v${String(e.version)} ${String(e.decision)} evidence=${String(e.evidence_ref)}${e.counted ? '' : ` not counted: ${String(e.not_counted_reason)}`}`
-                  : e.type === 'provenance'
-                    ? `step ${String(e.step)} ${String(e.action)}`
-                    : `${String(e.run_id ?? e.comp_artifact_id ?? '')} ${String(e.name ?? e.status ?? '')}`;
-            return `${String(e.seq).padStart(5)}  ${String(e.timestamp)}  ${String(e.type).padEnd(16)} ${String(who ?? '').padEnd(16)} ${what}`;
-          }),
-        );
+async function showHistory(id: string | undefined, cmd: Command): Promise<void> {
+  return withRuntime(cmd, async (rt) => {
+    if (!id) throw new UsageError('give an artifact id: alp history ID');
+    const entries = await history(rt.ctx, id);
+    output(rt.opts, { artifact_id: id, entries }, () =>
+      entries.map((e) => {
+        const actor = (e.actor ?? e.started_by ?? e.finished_by ?? e.uploaded_by ?? e.recorded_by ?? e.created_by) as
+          | { id: string }
+          | string
+          | undefined;
+        const who = typeof actor === 'string' ? actor : actor?.id;
+        const what =
+          e.type === 'transition'
+            ? `v${String(e.version)} ${String(e.from ?? '∅')} → ${String(e.to)}${e.reason ? ` (${String(e.reason)})` : ''}`
+            : e.type === 'approval'
+              ? `v${String(e.version)} ${String(e.decision)} evidence=${String(e.evidence_ref)}${e.counted ? '' : ` not counted: ${String(e.not_counted_reason)}`}`
+              : e.type === 'provenance'
+                ? `step ${String(e.step)} ${String(e.action)}`
+                : `${String(e.run_id ?? e.comp_artifact_id ?? '')} ${String(e.name ?? e.status ?? '')}`;
+        return `${String(e.seq).padStart(5)}  ${String(e.timestamp)}  ${String(e.type).padEnd(16)} ${String(who ?? '').padEnd(16)} ${what}`;
       }),
     );
+  });
+}
+
+export function registerAuditCommands(program: Command): void {
+  // `alp history ID` (kept) and `alp history show ID` print a history; `alp history compact` packs it.
+  const historyCmd = program
+    .command('history [id]')
+    .description('the merged, ordered audit history of an artifact (hot and packed); `history compact` packs old history')
+    .action(async (id: string | undefined, _o, cmd: Command) => showHistory(id, cmd));
+  historyCmd
+    .command('show <id>')
+    .description('the merged, ordered audit history of an artifact')
+    .action(async (id: string, _o, cmd: Command) => showHistory(id, cmd));
+  registerHistoryCompact(historyCmd);
 
   const audit = program.command('audit').description('the tamper-evident audit chain');
   audit
