@@ -45,6 +45,7 @@ export interface HttpBenchOptions {
 
 export async function benchHttp(opts: HttpBenchOptions = {}): Promise<Record<string, number>> {
   const quick = opts.quick === true;
+  const rounds = Number(process.env.ALP_BENCH_ROUNDS ?? (quick ? 1 : 2));
   const workloads: Workload[] = quick
     ? [
         { label: '4 KiB', size: 4 * KiB, count: 200 },
@@ -52,71 +53,80 @@ export async function benchHttp(opts: HttpBenchOptions = {}): Promise<Record<str
         { label: '64 MiB', size: 64 * MiB, count: 4 },
       ]
     : [
-        { label: '4 KiB', size: 4 * KiB, count: 2000 },
-        { label: '1 MiB', size: MiB, count: 400 },
-        { label: '64 MiB', size: 64 * MiB, count: 16 },
+        { label: '4 KiB', size: 4 * KiB, count: 1000 },
+        { label: '1 MiB', size: MiB, count: 300 },
+        { label: '64 MiB', size: 64 * MiB, count: 8 },
       ];
   const wantRegistry = opts.registry ?? (process.env.ALP_BENCH_REGISTRY === '1' ? true : 'auto');
   const registryBin = findRegistry();
   if (wantRegistry === true && !registryBin) throw new Error('docker-registry is not installed (scripts/bench-vs-registry.sh installs it)');
   const dir = benchDir('http');
   const results: Record<string, number> = {};
-  const targets: Array<[string, () => Promise<Target>]> = [['alp', () => startAlp(path.join(dir, 'alp'))]];
-  if (registryBin && wantRegistry !== false) targets.push(['registry', () => startRegistry(registryBin, path.join(dir, 'registry'))]);
+  const names = ['alp', ...(registryBin && wantRegistry !== false ? ['registry'] : [])];
   header(
-    `http: Node fetch (keep-alive), uploads and downloads, 1 and 4 concurrent clients; ALP uploads are artifact creations (fsynced), downloads are verified${
-      targets.length > 1 ? '; docker-registry 2.8.2 (filesystem driver) with the same client' : ''
+    `http: Node fetch (keep-alive), 1 and 4 concurrent clients, best of ${rounds} round(s); ALP uploads are artifact creations (every write fsynced), downloads are verified${
+      names.length > 1 ? '; docker-registry 2.8.2 (filesystem driver) with the same client, measured alternately with ALP' : ''
     }`,
   );
-  if (targets.length === 1) console.log('  (docker-registry not found: run scripts/bench-vs-registry.sh for the side-by-side ratios)');
-  const figures = new Map<string, Figures>();
+  if (names.length === 1) console.log('  (docker-registry not found: run scripts/bench-vs-registry.sh for the side-by-side ratios)');
+  const targets = new Map<string, Target>();
+  const best = new Map<string, Figures>();
+  const keep = (key: string, f: Figures) => {
+    const prev = best.get(key);
+    if (!prev || f.mbPerS > prev.mbPerS) best.set(key, f);
+  };
   try {
-    for (const [name, start] of targets) {
-      const target = await start();
-      try {
-        for (const w of workloads) {
-          for (const concurrency of [1, 4]) {
-            const blobs = makeBlobs(w, concurrency);
+    targets.set('alp', await startAlp(path.join(dir, 'alp')));
+    if (names.includes('registry')) targets.set('registry', await startRegistry(registryBin as string, path.join(dir, 'registry')));
+    for (const w of workloads) {
+      for (const concurrency of [1, 4]) {
+        // ALP and the registry take turns, so a noisy neighbour hits both alike; every round has new bytes.
+        for (let round = 0; round < rounds; round++) {
+          const blobs = makeBlobs(w, concurrency, round);
+          for (const name of names) {
+            const target = targets.get(name) as Target;
             const push = await run(w, concurrency, blobs, (b) => target.push(b.bytes, b.digest));
-            const key = `${name} ${w.label} c${concurrency}`;
-            figures.set(`${key} push`, push.figures);
             const handles = push.handles;
             const pull = await run(w, concurrency, blobs, async (b) => {
               const n = await target.pull(handles[b.index] as string);
               if (n !== w.size) throw new Error(`${name}: pulled ${n} bytes of ${w.size}`);
               return '';
             });
-            figures.set(`${key} pull`, pull.figures);
-            const verb = name === 'alp' ? ['upload', 'verified download'] : ['push', 'pull (unverified)'];
-            row(`${name} ${verb[0]} ${w.label} ×${w.count}, ${concurrency} client${concurrency > 1 ? 's' : ''}`, rate(w, push.figures));
-            row(`${name} ${verb[1]} ${w.label}, ${concurrency} client${concurrency > 1 ? 's' : ''}`, rate(w, pull.figures));
-            results[`${name}_${w.size}_c${concurrency}_push_mbps`] = push.figures.mbPerS;
-            results[`${name}_${w.size}_c${concurrency}_pull_mbps`] = pull.figures.mbPerS;
-            results[`${name}_${w.size}_c${concurrency}_push_per_s`] = push.figures.blobsPerS;
+            keep(`${name} ${w.label} c${concurrency} push`, push.figures);
+            keep(`${name} ${w.label} c${concurrency} pull`, pull.figures);
           }
         }
-      } finally {
-        await target.stop();
+        for (const name of names) {
+          const verb = name === 'alp' ? ['upload', 'verified download'] : ['push', 'pull (unverified)'];
+          const c = `${concurrency} client${concurrency > 1 ? 's' : ''}`;
+          const push = best.get(`${name} ${w.label} c${concurrency} push`) as Figures;
+          const pull = best.get(`${name} ${w.label} c${concurrency} pull`) as Figures;
+          row(`${name} ${verb[0]} ${w.label} ×${w.count}, ${c}`, rate(w, push));
+          row(`${name} ${verb[1]} ${w.label} ×${w.count}, ${c}`, rate(w, pull));
+          results[`${name}_${w.size}_c${concurrency}_push_mbps`] = push.mbPerS;
+          results[`${name}_${w.size}_c${concurrency}_pull_mbps`] = pull.mbPerS;
+          results[`${name}_${w.size}_c${concurrency}_push_per_s`] = push.blobsPerS;
+        }
       }
     }
-    if (targets.length > 1) {
+    if (names.length > 1) {
       header(
         'http: ALP ÷ docker-registry (targets: 4 KiB uploads >= 3x blobs/s; 1 MiB and 64 MiB uploads >= 2x MB/s; verified downloads >= 1.5x MB/s)',
       );
       for (const w of workloads) {
         for (const concurrency of [1, 4]) {
-          const k = (n: string, op: string) => figures.get(`${n} ${w.label} c${concurrency} ${op}`) as Figures;
-          const up =
-            w.size <= 4 * KiB
-              ? k('alp', 'push').blobsPerS / k('registry', 'push').blobsPerS
-              : k('alp', 'push').mbPerS / k('registry', 'push').mbPerS;
-          const upTarget = w.size <= 4 * KiB ? 3 : 2;
+          const k = (n: string, op: string) => best.get(`${n} ${w.label} c${concurrency} ${op}`) as Figures;
+          const small = w.size <= 4 * KiB;
+          const up = small
+            ? k('alp', 'push').blobsPerS / k('registry', 'push').blobsPerS
+            : k('alp', 'push').mbPerS / k('registry', 'push').mbPerS;
+          const upTarget = small ? 3 : 2;
           const down = k('alp', 'pull').mbPerS / k('registry', 'pull').mbPerS;
           const c = `${concurrency} client${concurrency > 1 ? 's' : ''}`;
           row(
             `upload ${w.label}, ${c}`,
             `${fmt(up, 2)}x`,
-            `${w.size <= 4 * KiB ? 'blobs/s' : 'MB/s'}, target >= ${upTarget}x ${up >= upTarget ? 'met' : 'MISSED'}`,
+            `${small ? 'blobs/s' : 'MB/s'}, target >= ${upTarget}x ${up >= upTarget ? 'met' : 'MISSED'}`,
           );
           row(`verified download ${w.label}, ${c}`, `${fmt(down, 2)}x`, `MB/s, target >= 1.5x ${down >= 1.5 ? 'met' : 'MISSED'}`);
           results[`ratio_${w.size}_c${concurrency}_push`] = up;
@@ -125,6 +135,7 @@ export async function benchHttp(opts: HttpBenchOptions = {}): Promise<Record<str
       }
     }
   } finally {
+    for (const t of targets.values()) await t.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
   return results;
@@ -145,26 +156,26 @@ interface Blob {
  * digests computed before the clock starts. Each client owns one buffer and rewrites its counter
  * between its own sequential requests.
  */
-function makeBlobs(w: Workload, concurrency: number): { buffers: Buffer[]; digests: string[] } {
+function makeBlobs(w: Workload, concurrency: number, round: number): { buffers: Buffer[]; digests: string[]; round: number } {
   const buffers = Array.from({ length: concurrency }, () => randomFillSync(Buffer.alloc(w.size)));
   const digests: string[] = [];
   for (let i = 0; i < w.count; i++) {
     const buf = buffers[i % concurrency] as Buffer;
-    stamp(buf, i);
+    stamp(buf, i, round);
     digests.push(`sha256:${createHash('sha256').update(buf).digest('hex')}`);
   }
-  return { buffers, digests };
+  return { buffers, digests, round };
 }
 
-function stamp(buf: Buffer, i: number): void {
+function stamp(buf: Buffer, i: number, round: number): void {
   buf.writeUInt32BE(i, 0);
-  buf.writeUInt32BE(0xa1b2c3d4, 4);
+  buf.writeUInt32BE(round, 4);
 }
 
 async function run(
   w: Workload,
   concurrency: number,
-  blobs: { buffers: Buffer[]; digests: string[] },
+  blobs: { buffers: Buffer[]; digests: string[]; round: number },
   op: (b: Blob) => Promise<string>,
 ): Promise<{ figures: Figures; handles: string[] }> {
   const handles: string[] = new Array(w.count);
@@ -173,7 +184,7 @@ async function run(
     Array.from({ length: concurrency }, async (_, worker) => {
       const buf = blobs.buffers[worker] as Buffer;
       for (let i = worker; i < w.count; i += concurrency) {
-        stamp(buf, i);
+        stamp(buf, i, blobs.round);
         handles[i] = await op({ index: i, bytes: buf, digest: blobs.digests[i] as string });
       }
     }),

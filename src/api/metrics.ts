@@ -77,21 +77,25 @@ export class ApiMetrics {
  */
 export function observedContext(ctx: ServiceContext, onCommit: (ops: readonly TransactOp[]) => void): ServiceContext {
   const target = ctx.items;
+  const transactWrite = async (ops: TransactOp[], ...rest: unknown[]) => {
+    const result = await (target.transactWrite as (...a: unknown[]) => Promise<unknown>).call(target, ops, ...rest);
+    try {
+      onCommit(ops);
+    } catch {
+      // metrics never fail a write
+    }
+    return result;
+  };
+  const bound = new Map<PropertyKey, unknown>([['transactWrite', transactWrite]]);
   const items = new Proxy(target, {
     get(obj, prop) {
-      if (prop === 'transactWrite') {
-        return async (ops: TransactOp[], ...rest: unknown[]) => {
-          const result = await (obj.transactWrite as (...a: unknown[]) => Promise<unknown>).call(obj, ops, ...rest);
-          try {
-            onCommit(ops);
-          } catch {
-            // metrics never fail a write
-          }
-          return result;
-        };
-      }
+      const cached = bound.get(prop);
+      if (cached !== undefined) return cached;
       const value = Reflect.get(obj, prop, obj);
-      return typeof value === 'function' ? value.bind(obj) : value;
+      if (typeof value !== 'function') return value;
+      const fn = value.bind(obj);
+      bound.set(prop, fn);
+      return fn;
     },
   });
   return { ...ctx, items };

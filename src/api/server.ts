@@ -183,7 +183,12 @@ export async function buildServer(base: ServiceContext, options: ServerOptions =
       exposeHeadRoute: spec.method === 'GET' && def.download !== true,
       schema: { ...def.schema, summary: def.summary, tags: def.tags, ...(def.description ? { description: def.description } : {}) },
       // fastify adds HEAD to every GET (undocumented); the table's own HEAD routes are documented.
-      config: { routeId: def.id, ...(spec.method === 'HEAD' ? { swagger: { exposeHeadRoute: true } } : {}) },
+      config: {
+        routeId: def.id,
+        upload: def.upload === true,
+        download: def.download === true,
+        ...(spec.method === 'HEAD' ? { swagger: { exposeHeadRoute: true } } : {}),
+      },
       handler: def.handler as never,
     });
   };
@@ -246,6 +251,12 @@ function typeboxValidator(schema: TSchema, httpPart: string) {
   };
 }
 
+interface RouteConfig {
+  routeId?: string;
+  upload?: boolean;
+  download?: boolean;
+}
+
 /** Counts, times and logs every request when its response closes (finished or aborted). */
 function observe(request: FastifyRequest, reply: FastifyReply, metrics: ApiMetrics): void {
   const start = process.hrtime.bigint();
@@ -259,10 +270,10 @@ function observe(request: FastifyRequest, reply: FastifyReply, metrics: ApiMetri
     const labels = { method: request.method, route, status };
     metrics.requests.inc(labels);
     metrics.duration.observe(labels, seconds);
-    const raw = id ? (request.routeOptions.config as { routeId?: string }) : undefined;
-    void raw;
-    const downloads = id === 'getContent' || id === 'getOutput';
-    const uploads = id === 'createArtifact' || id === 'addVersion' || id === 'compensate' || id === 'uploadOutput';
+    const config = (request.routeOptions.config ?? {}) as RouteConfig;
+    // Streamed bodies are counted as they flow (transfer.ts); the others by their Content-Length.
+    const downloads = config.download === true;
+    const uploads = config.upload === true;
     if (!downloads && finished) {
       const out = Number(res.getHeader('content-length'));
       if (out > 0) metrics.bytesOut.inc({ route }, out);

@@ -6,7 +6,7 @@
  * connection is destroyed so no client ever sees a complete 200 with wrong bytes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Digest, fromStructuredDigest, toStructuredDigest } from '../core/digest.ts';
 import { IntegrityError, InvalidInput, TooLarge } from '../core/errors.ts';
@@ -14,12 +14,14 @@ import type { ApiMetrics } from './metrics.ts';
 import { HttpProblem } from './problem.ts';
 
 export interface UploadInput {
-  body: AsyncIterable<Buffer>;
+  body: Readable;
   expectedDigest: Digest | undefined;
   maxBytes: number;
+  /** Stops reading the request into the body (when the operation ends without consuming it). */
+  dispose(): void;
 }
 
-/** Reads the upload headers (digest, size, coding) and wraps the raw body in a counting iterator. */
+/** Reads the upload headers (digest, size, coding) and streams the raw body through a counting coalescer. */
 export function uploadInput(request: FastifyRequest, maxBytes: number, metrics: ApiMetrics): UploadInput {
   const h = request.headers;
   const coding = h['content-encoding'];
@@ -35,22 +37,70 @@ export function uploadInput(request: FastifyRequest, maxBytes: number, metrics: 
   const expectedDigest = clientDigest(h['repr-digest'], h['content-digest']);
   const route = routeLabel(request);
   const raw = request.raw;
-  async function* counted(): AsyncIterable<Buffer> {
-    let pending = 0;
-    try {
-      for await (const chunk of raw) {
-        pending += (chunk as Buffer).length;
-        if (pending >= 1 << 20) {
-          metrics.bytesIn.inc({ route }, pending);
-          pending = 0;
-        }
-        yield chunk as Buffer;
-      }
-    } finally {
-      if (pending) metrics.bytesIn.inc({ route }, pending);
+  let pending = 0;
+  const count = (n: number) => {
+    pending += n;
+    if (pending >= 1 << 20) {
+      metrics.bytesIn.inc({ route }, pending);
+      pending = 0;
     }
+  };
+  const body = new Coalescer(COALESCE_BYTES, count);
+  body.once('close', () => {
+    if (pending) metrics.bytesIn.inc({ route }, pending);
+    pending = 0;
+  });
+  // pipe() keeps reading the socket while the store writes, up to the coalescer's buffers; errors and
+  // an early close of the request end the body with an error, so the store discards its temp file.
+  raw.pipe(body);
+  raw.on('error', (e) => body.destroy(e));
+  raw.on('close', () => {
+    if (!raw.complete) body.destroy(new Error('the request was aborted before its body ended'));
+  });
+  const dispose = () => {
+    raw.unpipe(body);
+    body.destroy();
+  };
+  return { body, expectedDigest, maxBytes, dispose };
+}
+
+/** Bytes per store write: socket reads (≤ 64 KiB) are gathered into writes of about this size. */
+export const COALESCE_BYTES = 1 << 20;
+
+/**
+ * Gathers small socket reads into larger buffers, so the content store makes ~1 MiB writes instead
+ * of one per socket read. Holds at most about three times `target` bytes (writable buffer, the part
+ * being gathered, readable buffer): memory per upload stays bounded whatever the body's size.
+ */
+export class Coalescer extends Transform {
+  private parts: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly target: number,
+    private readonly onBytes: (n: number) => void,
+  ) {
+    super({ writableHighWaterMark: target, readableHighWaterMark: target });
   }
-  return { body: counted(), expectedDigest, maxBytes };
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.onBytes(chunk.length);
+    this.parts.push(chunk);
+    this.size += chunk.length;
+    if (this.size >= this.target) this.emitParts();
+    cb();
+  }
+
+  override _flush(cb: TransformCallback): void {
+    if (this.size) this.emitParts();
+    cb();
+  }
+
+  private emitParts(): void {
+    this.push(this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.size));
+    this.parts = [];
+    this.size = 0;
+  }
 }
 
 /** The sha-256 of Repr-Digest / Content-Digest (RFC 9530); both given must agree. */
@@ -94,6 +144,7 @@ export async function withUpload<T>(
     }
     throw e;
   } finally {
+    input.dispose();
     metrics.uploadsInFlight.dec();
     inflight.delete(request.raw);
   }
