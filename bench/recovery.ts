@@ -1,8 +1,9 @@
 /**
- * Recovery figures: `reconcile` over 10,000 objects (5,000 artifacts: content + metadata.json), in
- * objects/s and MB/s hashed, against reading and hashing the same files with node:crypto in the same
- * run (the reference; target >= 70%). Also the object-verification phase alone, and backup and restore
- * of the same installation.
+ * Recovery figures: `reconcile` over 10,000 objects (5,000 artifacts: 256 KiB content + metadata.json),
+ * in objects/s and MB/s hashed, against two references measured in the same run on the same files:
+ * reading and hashing each file with node:crypto (the storage bench's sha256 reference, per file;
+ * target >= 70%) and hashing the same bytes already in memory (no I/O at all). Also the re-hash phase
+ * alone, and backup and restore of the same installation.
  */
 import { createHash, randomFillSync } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -24,7 +25,9 @@ import { benchDir, fmt, header, mbps, row, timed } from './util.ts';
 
 const agent = { id: 'bench', kind: 'agent' as const };
 
-export async function benchRecovery(opts: { objects?: number; contentBytes?: number } = {}): Promise<Record<string, number>> {
+export async function benchRecovery(
+  opts: { objects?: number; contentBytes?: number; rounds?: number } = {},
+): Promise<Record<string, number>> {
   const objects = opts.objects ?? 10_000;
   const contentBytes = opts.contentBytes ?? 256 * 1024;
   const artifacts = Math.ceil(objects / 2);
@@ -84,45 +87,71 @@ export async function benchRecovery(opts: { objects?: number; contentBytes?: num
           h.digest();
         }
       });
-    const hash1 = await hashOnly();
-    const read1 = await readAndHash();
-    const rec = await timed(() => reconcile(ctx, { actor: 'bench' }));
-    if (rec.value.status !== 'VERIFIED') throw new Error(`reconcile failed: ${JSON.stringify(rec.value.findings.slice(0, 3))}`);
-    const batched = await timed(() => verifyInBatches(ctx, refs, 4, {}));
-    const sequential = await timed(() => verifyObjects(ctx, refs));
-    const hash2 = await hashOnly();
-    const read2 = await readAndHash();
+    // Rounds of every measurement, interleaved; the best of each counts (these machines are shared).
+    const rounds = opts.rounds ?? 3;
+    const best: Record<'hash' | 'read' | 'rec' | 'batched' | 'sequential', number> = {
+      hash: Infinity,
+      read: Infinity,
+      rec: Infinity,
+      batched: Infinity,
+      sequential: Infinity,
+    };
+    let recValue: Awaited<ReturnType<typeof reconcile>> | undefined;
+    let batchedValue: Awaited<ReturnType<typeof verifyInBatches>> | undefined;
+    let sequentialValue: Awaited<ReturnType<typeof verifyObjects>> | undefined;
+    for (let round = 0; round < rounds; round++) {
+      best.hash = Math.min(best.hash, (await hashOnly()).ms);
+      best.read = Math.min(best.read, (await readAndHash()).ms);
+      const rec = await timed(() => reconcile(ctx, { actor: 'bench' }));
+      if (rec.value.status !== 'VERIFIED') throw new Error(`reconcile failed: ${JSON.stringify(rec.value.findings.slice(0, 3))}`);
+      best.rec = Math.min(best.rec, rec.ms);
+      recValue = rec.value;
+      const batched = await timed(() => verifyInBatches(ctx, refs, 4, {}));
+      best.batched = Math.min(best.batched, batched.ms);
+      batchedValue = batched.value;
+      const sequential = await timed(() => verifyObjects(ctx, refs));
+      best.sequential = Math.min(best.sequential, sequential.ms);
+      sequentialValue = sequential.value;
+    }
     inMemory.length = 0;
-    const hashRate = mbps(bytes, Math.min(hash1.ms, hash2.ms));
-    const readRate = mbps(bytes, Math.min(read1.ms, read2.ms));
+    const rec = { ms: best.rec, value: recValue as NonNullable<typeof recValue> };
+    const batched = { ms: best.batched, value: batchedValue as NonNullable<typeof batchedValue> };
+    const sequential = { ms: best.sequential, value: sequentialValue as NonNullable<typeof sequentialValue> };
+    const hashRate = mbps(bytes, best.hash);
+    const readRate = mbps(bytes, best.read);
     const perSec = (count: number, ms: number) => `${fmt(count / (ms / 1000))} objects/s`;
 
     row(`reference: sha256 of the same ${fmt(n)} objects' bytes in memory`, `${fmt(hashRate)} MB/s`, `${fmt(bytes / 1024 / 1024)} MiB`);
-    row('reference: read + sha256 of each file in turn (1 MiB reads)', `${fmt(readRate)} MB/s`, perSec(n, Math.min(read1.ms, read2.ms)));
+    row(
+      'reference: read + sha256 of each file in turn (1 MiB reads)',
+      `${fmt(readRate)} MB/s`,
+      `${perSec(n, best.read)} (the storage bench's sha256 reference, per file)`,
+    );
     const recRate = mbps(rec.value.objects.bytes, rec.ms);
     row(
       'reconcile, whole (scan + re-hash + audit chains + listing)',
       `${fmt(recRate)} MB/s`,
-      `${perSec(rec.value.objects.verified, rec.ms)}; ${fmt((100 * recRate) / hashRate)}% of hashing (target >= 70%), ${fmt((100 * recRate) / readRate)}% of read+hash`,
+      `${perSec(rec.value.objects.verified, rec.ms)}; ${fmt((100 * recRate) / readRate)}% of read+hash (target >= 70%), ${fmt((100 * recRate) / hashRate)}% of in-memory hashing`,
     );
     const batchRate = mbps(batched.value.bytes, batched.ms);
     row(
       're-hash phase alone (verifyObjects, 4 batches at a time)',
       `${fmt(batchRate)} MB/s`,
-      `${perSec(batched.value.ok, batched.ms)}; ${fmt((100 * batchRate) / hashRate)}% of hashing`,
+      `${perSec(batched.value.ok, batched.ms)}; ${fmt((100 * batchRate) / readRate)}% of read+hash`,
     );
     const seqRate = mbps(sequential.value.bytes, sequential.ms);
     row(
       're-hash phase alone (verifyObjects, one at a time)',
       `${fmt(seqRate)} MB/s`,
-      `${perSec(sequential.value.ok, sequential.ms)}; ${fmt((100 * seqRate) / hashRate)}% of hashing`,
+      `${perSec(sequential.value.ok, sequential.ms)}; ${fmt((100 * seqRate) / readRate)}% of read+hash`,
     );
     Object.assign(results, {
       hash_mbps: hashRate,
       read_hash_mbps: readRate,
       reconcile_mbps: recRate,
       reconcile_objects_per_s: rec.value.objects.verified / (rec.ms / 1000),
-      reconcile_ratio: recRate / hashRate,
+      reconcile_ratio: recRate / readRate,
+      reconcile_ratio_in_memory: recRate / hashRate,
       rehash_batched_mbps: batchRate,
       rehash_sequential_mbps: seqRate,
     });

@@ -14,7 +14,7 @@ const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
   lifecycle: () => benchLifecycle(quick ? { count: 400 } : {}),
   telemetry: () => benchTelemetry(quick ? { count: 400, records: 500 } : {}),
-  recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024 } : {}),
+  recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024, rounds: 1 } : {}),
   http: () => benchHttp({ quick }),
 };
 

@@ -110,6 +110,10 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
     });
   }
 
+  // The listing (for unexpected objects) waits on the content store, not on the CPU: it runs meanwhile.
+  const listing = listImmutable(ctx);
+  listing.catch(() => {});
+
   // One pass over the base table: references, artifacts, item count.
   const refs = new Map<string, ObjectRef>();
   const conflicts: ReconcileFinding[] = [];
@@ -181,19 +185,18 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
   const immutable = all.filter((r) => isImmutableKey(r.key));
   const derived = all.filter((r) => !isImmutableKey(r.key));
   const concurrency = Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY);
+  // Objects and audit chains are verified side by side: the chains' reads fill the objects' I/O waits.
   const objBar = progress('objects', immutable.length);
-  const verified = await verifyInBatches(ctx, immutable, concurrency, objBar);
-  for (const f of verified.findings) findings.push({ kind: 'object', ...f, detail: clip(f.detail) });
-  const derivedReport = await verifyInBatches(ctx, derived, concurrency, {});
-  for (const f of derivedReport.findings) findings.push({ kind: 'derived', ...f, detail: clip(f.detail) });
-
-  // Audit chains.
-  const auditBar = progress('audit', artifacts.size);
   const chains: ChainReport[] = [];
-  await forEachLimited([...artifacts], concurrency, async (id) => {
-    chains.push(await verifyArtifactAudit(ctx, id));
-    auditBar.tick?.(1);
-  });
+  const [verified, derivedReport] = await Promise.all([
+    verifyInBatches(ctx, immutable, concurrency, objBar),
+    verifyInBatches(ctx, derived, 1, {}),
+    forEachLimited([...artifacts], Math.max(1, concurrency >> 1), async (id) => {
+      chains.push(await verifyArtifactAudit(ctx, id));
+    }),
+  ]);
+  for (const f of verified.findings) findings.push({ kind: 'object', ...f, detail: clip(f.detail) });
+  for (const f of derivedReport.findings) findings.push({ kind: 'derived', ...f, detail: clip(f.detail) });
   chains.sort((a, b) => (a.artifact_id < b.artifact_id ? -1 : 1));
   let entries = 0;
   let broken = 0;
@@ -206,15 +209,12 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
   }
 
   // Unexpected objects (report only).
+  progress('listing');
   const named = new Set(all.map((r) => r.key));
-  let unexpected = 0;
-  for (const prefix of IMMUTABLE_PREFIXES) {
-    for await (const o of listAll(ctx.content, prefix)) {
-      if (named.has(o.key)) continue;
-      unexpected++;
-      findings.push({ kind: 'unexpected', problem: 'unexpected', key: o.key, detail: `${o.size} bytes that no item names` });
-    }
-  }
+  const unexpectedList = (await listing).filter((o) => !named.has(o.key));
+  const unexpected = unexpectedList.length;
+  for (const o of unexpectedList)
+    findings.push({ kind: 'unexpected', problem: 'unexpected', key: o.key, detail: `${o.size} bytes that no item names` });
 
   const failing = findings.filter((f) => f.kind !== 'derived' && f.kind !== 'unexpected');
   const status: ReconcileStatus = failing.length === 0 && installation ? 'VERIFIED' : 'FAILED';
@@ -249,6 +249,13 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
 }
 
 const DEFAULT_CONCURRENCY = 4;
+
+/** Every object under the immutable prefixes, in key order. */
+async function listImmutable(ctx: ServiceContext): Promise<Array<{ key: string; size: number }>> {
+  const out: Array<{ key: string; size: number }> = [];
+  for (const prefix of IMMUTABLE_PREFIXES) for await (const o of listAll(ctx.content, prefix)) out.push({ key: o.key, size: o.size });
+  return out;
+}
 const VERIFY_BATCH = 32;
 
 /**
