@@ -1,8 +1,8 @@
 /**
  * Prometheus metrics of one server (its own registry, so several servers can live in one process):
  * requests and latencies by route and status, body bytes in and out, integrity failures, transitions
- * by target state, uploads in flight, and Node's process metrics. Other services add their collectors
- * through `ServerOptions.metricsCollectors` (the telemetry outbox counters plug in there).
+ * by target state, uploads in flight, Node's process metrics, and the telemetry outbox counters
+ * (server.ts registers them; other services can add collectors through `ServerOptions.metricsCollectors`).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { ServiceContext } from '../lifecycle/context.ts';

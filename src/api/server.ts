@@ -17,6 +17,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import { type Logger, pino } from 'pino';
 import { InvalidInput } from '../core/errors.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
+import { telemetryMetricsCollector } from '../telemetry/metrics.ts';
 import { ROUTES } from './access.ts';
 import { authenticate } from './auth.ts';
 import type { AnyRouteDef, Api } from './define.ts';
@@ -42,7 +43,7 @@ export interface ServerOptions {
   logger?: Logger | false;
   /** The version shown in the OpenAPI document. */
   version?: string;
-  /** Extra metrics on /metrics (e.g. the telemetry outbox counters). */
+  /** Extra metrics on /metrics (the telemetry outbox counters are always there). */
   metricsCollectors?: MetricsCollector[];
   /** Node process metrics on /metrics (default true). */
   processMetrics?: boolean;
@@ -70,7 +71,8 @@ export function defaultLogger(level = 'info'): Logger {
 export async function buildServer(base: ServiceContext, options: ServerOptions = {}): Promise<AlpServer> {
   const metrics = new ApiMetrics({ processMetrics: options.processMetrics !== false });
   const ctx = observedContext(base, (ops) => metrics.observeCommit(ops));
-  for (const collect of options.metricsCollectors ?? []) collect(metrics.registry, base);
+  // The telemetry outbox's persisted counters (alp_telemetry_*), read at scrape time, then any others.
+  for (const collect of [telemetryMetricsCollector, ...(options.metricsCollectors ?? [])]) collect(metrics.registry, base);
   const maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
   const inflight = new Set<IncomingMessage>();
   const state = { closing: false };

@@ -9,6 +9,7 @@ import { type AlpServer, buildServer, type ServerOptions } from '../../src/api/s
 import { initInstallation } from '../../src/lifecycle/installation.ts';
 import type { Principal } from '../../src/lifecycle/model.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
+import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import { embeddedContext, type TestContext } from '../helpers/context.ts';
 
 export interface Tokens {
@@ -48,6 +49,8 @@ export interface ApiResponse {
 
 export async function startApi(options: ServerOptions = {}): Promise<Harness> {
   const ctx = await embeddedContext();
+  // The audit sinks attach as in every entry point (runtime/open.ts): the telemetry outbox.
+  await attachAuditSinks(ctx);
   await initInstallation(ctx);
   const admin: Principal = { id: 'test-admin', kind: 'human' };
   const mk = async (principal: string, kind: string) => (await createToken(ctx, { principal, kind }, admin)).token;

@@ -203,5 +203,10 @@ describe('HTTP API: the whole lifecycle through the API', () => {
     assert.match(text, /alp_http_request_body_bytes_total\{route="\/v1\/artifacts"\} \d+/);
     assert.match(text, /alp_http_response_body_bytes_total\{route="\/v1\/artifacts\/:id\/versions\/:v\/content"\} \d+/);
     assert.match(text, /alp_http_requests_total\{method="POST",route="\/v1\/artifacts\/:id\/archive",status="403"\} 1/);
+    // The telemetry outbox counters: every audit event of the walk was admitted (or dropped when full).
+    const accepted = Number(/alp_telemetry_accepted_total (\d+)/.exec(text)?.[1]);
+    const dropped = Number(/alp_telemetry_dropped_total (\d+)/.exec(text)?.[1]);
+    assert.ok(accepted + dropped > 50, `telemetry: ${accepted} accepted, ${dropped} dropped`);
+    assert.match(text, /alp_telemetry_live_records \d+/);
   });
 });
