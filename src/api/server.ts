@@ -127,7 +127,7 @@ export async function buildServer(base: ServiceContext, options: ServerOptions =
   await app.register(swagger, swaggerOptions(options.version ?? 'dev', maxUploadBytes, rawRoutes));
 
   app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
+    reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
     observe(request, reply, metrics);
     if (state.closing) throw new HttpProblem(503, 'MAINTENANCE', 'the server is shutting down; retry', { title: 'Service unavailable' });
     await authenticate(ctx, request);

@@ -241,7 +241,7 @@ export async function sendVerified(
   const res = reply.raw;
   const route = routeLabel(request);
   if (closing()) headers.connection = 'close';
-  res.writeHead(status, { ...headers, 'x-request-id': request.id });
+  res.writeHead(status, { ...headers, 'x-request-id': request.id, 'x-content-type-options': 'nosniff' });
   let sent = 0;
   try {
     while (!next.done) {
