@@ -1,9 +1,11 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle, telemetry, http. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle, http, telemetry. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
+import { benchDistributed } from './distributed.ts';
 import { benchHttp } from './http.ts';
 import { benchLifecycle } from './lifecycle.ts';
+import { benchRetention } from './retention.ts';
 import { benchRecovery } from './recovery.ts';
 import { benchStorage } from './storage.ts';
 import { benchTelemetry } from './telemetry.ts';
@@ -13,9 +15,11 @@ const quick = process.env.ALP_BENCH_QUICK === '1';
 const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
   lifecycle: () => benchLifecycle(quick ? { count: 400 } : {}),
-  telemetry: () => benchTelemetry(quick ? { count: 400, records: 500 } : {}),
-  recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024, rounds: 1 } : {}),
   http: () => benchHttp({ quick }),
+  recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024, rounds: 1 } : {}),
+  telemetry: () => benchTelemetry(quick ? { count: 400, records: 500 } : {}),
+  distributed: () => benchDistributed(),
+  retention: () => benchRetention(quick ? { small: 2000, large: 10_000 } : {}),
 };
 
 const wanted = process.argv.slice(2);

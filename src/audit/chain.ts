@@ -13,6 +13,7 @@ import { ConditionFailed, Conflict, MaintenanceInProgress, NotFound } from '../c
 import { artifactPk, FENCE_SK, HEAD_SK, SYS_PK } from '../core/keys.ts';
 import type { AuditEvent, ServiceContext } from '../lifecycle/context.ts';
 import type { HeadItem } from '../lifecycle/model.ts';
+import { publishChecks } from '../retention/guard.ts';
 import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp, type UpdateSpec } from '../store/item-store.ts';
 
 export const AUDIT_TYPES = [
@@ -80,6 +81,8 @@ export interface AuditPlan {
   chains: ChainPlan[];
   /** Domain writes of the same transaction (version updates, run pointers, ...). */
   ops?: TransactOp[];
+  /** Object keys this commit makes referenced (uploads): retention must not have reclaimed them. */
+  published?: string[];
 }
 
 export interface CommitResult {
@@ -191,9 +194,11 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
     timestamp,
   }));
   const sinkParts = await Promise.all(ctx.auditSinks.map((s) => s.opsFor(events)));
-  const core = [...domainOps, ...auditOps, ...headOps, fenceCheck()];
+  const guards = publishChecks(ctx.content, plan.published ?? []);
+  const core = [...domainOps, ...auditOps, ...headOps, ...guards, fenceCheck()];
   const firstHead = domainOps.length + auditOps.length;
-  const fenceIndex = firstHead + headOps.length;
+  const firstGuard = firstHead + headOps.length;
+  const fenceIndex = firstGuard + guards.length;
   const attempt = (sinkOps: TransactOp[]) => ctx.items.transactWrite([...core, ...sinkOps]);
   const sinkOps = sinkParts.flatMap((p) => p.ops);
   const fallbackOps = sinkParts.flatMap((p) => p.fallback);
@@ -213,7 +218,10 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
     if (!(e instanceof ConditionFailed)) throw e;
     const i = e.failedIndex;
     if (i === fenceIndex) throw new MaintenanceInProgress();
-    if (i !== undefined && i >= firstHead && i < fenceIndex) {
+    if (i !== undefined && i >= firstGuard && i < fenceIndex) {
+      throw new Conflict('retention reclaimed an object this upload wrote before it was committed; nothing was written, retry the upload');
+    }
+    if (i !== undefined && i >= firstHead && i < firstGuard) {
       const chain = plan.chains[i - firstHead];
       if (chain?.newHead) throw new Conflict(`artifact ${chain.artifactId} already exists`);
       throw new HeadMoved();

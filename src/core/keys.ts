@@ -52,6 +52,29 @@ export const EPOCH_SK = 'EPOCH';
 export const RESTORE_HOLD_SK = 'RESTORE_HOLD';
 export const restorePk = (restoreId: string) => `RESTORE#${restoreId}`;
 
+/** The telemetry outbox (src/telemetry/queue.ts; docs/data-model.md "Telemetry outbox"). */
+export const TELQ_PK = 'TELQ#outbox';
+export const TELQ_STATE_SK = 'STATE';
+export const TIME_DIGITS = 15;
+export const EPOCH_DIGITS = 10;
+/** The identity of a queued record: where it is now (its slot), its payload digest and size. */
+export const telqIdSk = (id: string) => `ID#${id}`;
+/** A record never leased, ordered by the time it became available (its audit timestamp). */
+export const TELQ_FRESH_PREFIX = 'A#';
+export const telqFreshSk = (availableMs: number, id: string) => `A#${pad(availableMs, TIME_DIGITS)}#${id}`;
+/** A leased record, ordered by lease epoch, then lease expiry (when it becomes available again). */
+export const TELQ_LEASE_PREFIX = 'L#';
+export const telqLeaseEpochPrefix = (epoch: number) => `L#${pad(epoch, EPOCH_DIGITS)}#`;
+export const telqLeaseSk = (epoch: number, expiresMs: number, id: string) =>
+  `${telqLeaseEpochPrefix(epoch)}${pad(expiresMs, TIME_DIGITS)}#${id}`;
+/** Sorts after every record id in a slot key (ids never contain it). */
+export const TELQ_SK_END = '~';
+export const telqTimeBound = (ms: number) => pad(ms, TIME_DIGITS);
+
+/** A packed history segment of an artifact's audit chain (src/audit/compaction.ts). */
+export const SEGMENT_SK_PREFIX = 'SEG#';
+export const segmentSk = (firstSeq: number) => `${SEGMENT_SK_PREFIX}${pad(firstSeq, SEQ_DIGITS)}`;
+
 // Recovery entities (src/recovery; docs/data-model.md "Recovery").
 /** SYS#installation / EPOCH#{epoch:10}: one record per epoch advance (who, when, why). */
 export const epochRecordSk = (epoch: number) => `EPOCH#${pad(epoch, SEQ_DIGITS)}`;
@@ -76,26 +99,3 @@ export const OBSERVATION_SK_PREFIX = 'OBS#';
 export const observationSk = (objectKey: string) => `${OBSERVATION_SK_PREFIX}${objectKey}`;
 export const RETENTION_RUN_SK_PREFIX = 'RUN#';
 export const retentionRunSk = (timestamp: string, runId: string) => `${RETENTION_RUN_SK_PREFIX}${timestamp}#${runId}`;
-
-/** The telemetry outbox (src/telemetry/queue.ts; docs/data-model.md "Telemetry outbox"). */
-export const TELQ_PK = 'TELQ#outbox';
-export const TELQ_STATE_SK = 'STATE';
-export const TIME_DIGITS = 15;
-export const EPOCH_DIGITS = 10;
-/** The identity of a queued record: where it is now (its slot), its payload digest and size. */
-export const telqIdSk = (id: string) => `ID#${id}`;
-/** A record never leased, ordered by the time it became available (its audit timestamp). */
-export const TELQ_FRESH_PREFIX = 'A#';
-export const telqFreshSk = (availableMs: number, id: string) => `A#${pad(availableMs, TIME_DIGITS)}#${id}`;
-/** A leased record, ordered by lease epoch, then lease expiry (when it becomes available again). */
-export const TELQ_LEASE_PREFIX = 'L#';
-export const telqLeaseEpochPrefix = (epoch: number) => `L#${pad(epoch, EPOCH_DIGITS)}#`;
-export const telqLeaseSk = (epoch: number, expiresMs: number, id: string) =>
-  `${telqLeaseEpochPrefix(epoch)}${pad(expiresMs, TIME_DIGITS)}#${id}`;
-/** Sorts after every record id in a slot key (ids never contain it). */
-export const TELQ_SK_END = '~';
-export const telqTimeBound = (ms: number) => pad(ms, TIME_DIGITS);
-
-/** A packed history segment of an artifact's audit chain (src/audit/compaction.ts). */
-export const SEGMENT_SK_PREFIX = 'SEG#';
-export const segmentSk = (firstSeq: number) => `${SEGMENT_SK_PREFIX}${pad(firstSeq, SEQ_DIGITS)}`;

@@ -64,12 +64,13 @@ export async function archiveArtifact(ctx: ServiceContext, actor: Principal, art
       condition: cond.exists(),
     }));
     const merged = merge(...parts);
-    if (merged.ops.length + merged.entries.length + execOps.length + AUDIT_RESERVED_OPS > MAX_TRANSACT_OPS) {
+    if (merged.ops.length + merged.entries.length + execOps.length + archived.length + AUDIT_RESERVED_OPS > MAX_TRANSACT_OPS) {
       throw new Conflict(`artifact ${artifactId} has too many versions and runs to archive in one transaction`);
     }
     return {
       chains: [{ artifactId, entries: merged.entries, headSet: { archived: { at: stamp, objects: archived } } }],
       ops: [...merged.ops, ...execOps],
+      published: archived.map((a) => a.archive_key),
     };
   });
   return { archived };

@@ -51,6 +51,7 @@ export async function createArtifact(
     {
       chains: [{ artifactId: head.artifact_id, newHead: head, entries: [creation] }],
       ops: [{ op: 'put', item: version, condition: cond.notExists() }],
+      published: [version.content_key, version.metadata_key],
     },
   );
   return { head, version };
@@ -133,6 +134,7 @@ export async function addVersion(ctx: ServiceContext, actor: Principal, artifact
     return {
       chains: [{ artifactId, entries: [creationTransition(version, actor)] }],
       ops: [{ op: 'put', item: version, condition: cond.notExists() }],
+      published: [version.content_key, version.metadata_key],
     };
   });
   return version;

@@ -84,6 +84,7 @@ export async function compensate(
         { artifactId: compId, newHead: prepared.head, entries: [prepared.creation] },
       ],
       ops: [...plan.ops, { op: 'put', item: prepared.version, condition: cond.notExists() }],
+      published: [prepared.version.content_key, prepared.version.metadata_key],
     };
   });
   return {

@@ -100,7 +100,7 @@ export class FsContentStore implements ContentStore {
       const stat = await fh.stat();
       if (!stat.isFile()) throw new NotFound(`no object at ${key}`);
       checkRange(opts, stat.size);
-      const source = fh.createReadStream({ highWaterMark: READ_CHUNK, autoClose: true });
+      const source = fh.createReadStream({ highWaterMark: readChunk(stat.size), autoClose: true });
       const verifier = new VerifyingStream({ key, expectedDigest, expectedSize: opts.expectedSize, start: opts.start, end: opts.end });
       source.on('error', (e) => verifier.destroy(e));
       verifier.on('close', () => source.destroy());
@@ -115,7 +115,8 @@ export class FsContentStore implements ContentStore {
     const file = await this.resolveExisting(key);
     try {
       const fh = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW);
-      return fh.createReadStream({ highWaterMark: READ_CHUNK, autoClose: true });
+      const { size } = await fh.stat();
+      return fh.createReadStream({ highWaterMark: readChunk(size), autoClose: true });
     } catch (e) {
       throw mapFsError(e, key);
     }
@@ -265,6 +266,14 @@ export class FsContentStore implements ContentStore {
       .filter((e) => (e.isDirectory() || e.isFile()) && !e.name.startsWith(TEMP_PREFIX))
       .map((e) => ({ entry: e, sortKey: Buffer.from(dirKey + e.name + (e.isDirectory() ? '/' : ''), 'utf8') }))
       .sort((a, b) => Buffer.compare(a.sortKey, b.sortKey));
+    // The files' sizes of one directory are read together (one round trip each, overlapped).
+    const sizes = new Map<string, Promise<import('node:fs').Stats | undefined>>();
+    const afterBytes = after === undefined ? undefined : Buffer.from(after, 'utf8');
+    for (const { entry, sortKey } of sorted) {
+      if (entry.isDirectory() || !sortKey.toString('utf8').startsWith(prefix)) continue;
+      if (afterBytes && Buffer.compare(sortKey, afterBytes) <= 0) continue;
+      sizes.set(entry.name, fs.lstat(path.join(dirPath, entry.name)).catch(() => undefined));
+    }
     for (const { entry, sortKey } of sorted) {
       const keyText = sortKey.toString('utf8');
       if (entry.isDirectory()) {
@@ -275,12 +284,17 @@ export class FsContentStore implements ContentStore {
       } else {
         if (!keyText.startsWith(prefix)) continue;
         if (after !== undefined && Buffer.compare(sortKey, Buffer.from(after, 'utf8')) <= 0) continue;
-        const stat = await fs.lstat(path.join(dirPath, entry.name)).catch(() => undefined);
+        const stat = await sizes.get(entry.name);
         if (!stat?.isFile()) continue;
         yield { key: keyText, size: stat.size, storageClass: reportedClass(keyText) };
       }
     }
   }
+}
+
+/** 1 MiB reads for large objects; small ones get a buffer of their own size (plus one byte for EOF). */
+function readChunk(size: number): number {
+  return Math.min(READ_CHUNK, Math.max(16 * 1024, size + 1));
 }
 
 async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {

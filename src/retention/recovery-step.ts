@@ -1,0 +1,70 @@
+/**
+ * Crash recovery of an interrupted purge (seed 004: "Interruption leaves a retryable responsibility
+ * record ... Review and retry must occur under maintenance before publishers resume"). Runs as a step
+ * of `alp maintenance release` under the taken-over fence: every PREPARED record is reviewed against a
+ * fresh reference scan and either completed (its approval was given when it was prepared), cancelled
+ * (referenced again, bytes present) or — referenced again with its bytes gone — fails closed, which
+ * keeps the fence held.
+ */
+import { DigestAccumulator } from '../core/digest.ts';
+import { IntegrityError, NotFound } from '../core/errors.ts';
+import type { ServiceContext } from '../lifecycle/context.ts';
+import type { MaintenanceHandle } from '../recovery/maintenance.ts';
+import { cond } from '../store/item-store.ts';
+import { contentRootId, observationKey } from './model.ts';
+import { scanReferences } from './references.ts';
+import { ArtifactRetention } from './retention.ts';
+
+export async function recoverPreparedPurges(ctx: ServiceContext, m: MaintenanceHandle): Promise<Record<string, unknown>> {
+  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock }).observations();
+  const prepared = [...observations.values()].filter((o) => o.state === 'PREPARED');
+  if (prepared.length === 0) return { prepared: 0 };
+  const scan = await scanReferences(ctx);
+  const root = contentRootId(ctx.content.location);
+  const done = { prepared: prepared.length, purged: [] as string[], cancelled: [] as string[], kept: [] as string[] };
+  for (const o of prepared) {
+    const key = observationKey(root, o.key);
+    const present = scan.objects.has(o.key);
+    const why = scan.referenced.get(o.key) ?? (!present ? scan.digests.get(o.digest) : undefined);
+    if (why && !present) {
+      throw new IntegrityError(
+        `${o.key} (${o.digest}) is referenced again (${why}) but its interrupted purge removed the bytes; restore them before releasing the fence`,
+        {
+          key: o.key,
+          digest: o.digest,
+        },
+      );
+    }
+    if (why) {
+      await m.commit([{ op: 'delete', key, condition: cond.eq('state', 'PREPARED') }]);
+      done.cancelled.push(o.key);
+      continue;
+    }
+    if (present) {
+      let actual: string | undefined;
+      try {
+        const acc = new DigestAccumulator();
+        for await (const c of await ctx.content.readRaw(o.key)) acc.update(c as Buffer);
+        actual = acc.digest();
+      } catch (e) {
+        if (!(e instanceof NotFound)) throw e;
+      }
+      if (actual !== undefined && actual !== o.digest) {
+        // The bytes changed since the purge was prepared: not the approved object any more.
+        done.kept.push(o.key);
+        continue;
+      }
+      if (actual !== undefined) await ctx.content.delete(o.key);
+    }
+    await m.commit([
+      {
+        op: 'update',
+        key,
+        update: { set: { state: 'PURGED', purged_at: ctx.clock.now().toISOString(), recovered: true } },
+        condition: cond.eq('state', 'PREPARED'),
+      },
+    ]);
+    done.purged.push(o.key);
+  }
+  return done;
+}

@@ -1,0 +1,249 @@
+/**
+ * The reference scan of seed 004 ("Retain references before considering age"): every digest or key
+ * named by any base-table item (live state, audit items, packed segments' items), by in-flight uploads,
+ * by backup manifests and by host pins, then — transitively — every digest found inside referenced
+ * objects (64 KiB reads, matches straddling reads, gzip members included). Conservative: a string that
+ * merely looks like a digest or a key keeps its object. Reads the base table only (never GSI1).
+ */
+
+import { RESERVATION_PREFIX } from '../audit/chain.ts';
+import type { ObjectInfo } from '../content/content-store.ts';
+import { DIGEST_SCAN_PATTERN, DigestAccumulator } from '../core/digest.ts';
+import { InternalError, NotFound } from '../core/errors.ts';
+import { EXECUTION_OUTPUTS, executionKey, HISTORY_SEGMENT_PREFIX } from '../core/object-keys.ts';
+import type { ServiceContext } from '../lifecycle/context.ts';
+import { refsOfItem } from '../lifecycle/references.ts';
+import { openBackup } from '../recovery/backup-format.ts';
+import type { Item } from '../store/item-store.ts';
+import { scanForDigests } from './digest-scan.ts';
+
+/** Prefixes whose objects may be referenced by key strings found in items. */
+const KEY_PREFIXES = ['artifacts/', 'executions/', 'archive/', 'provenance/', HISTORY_SEGMENT_PREFIX];
+/** Immutable digest files: the only retention candidates (seed 004; DESIGN §6). */
+export const CANDIDATE_PREFIXES = ['artifacts/', 'executions/', 'archive/'] as const;
+
+const RETENTION_OWN_TYPES = new Set(['retention_observation', 'retention_run']);
+
+export interface ScannedObject extends ObjectInfo {
+  /** The digest of the bytes as read (set once the object was read). */
+  digest?: string;
+}
+
+export interface ReferenceScan {
+  /** Referenced object keys with the first reason found. */
+  referenced: Map<string, string>;
+  /** Referenced digests with the first reason found. */
+  digests: Map<string, string>;
+  /** Every object listed under the scanned prefixes. */
+  objects: Map<string, ScannedObject>;
+  /** Unreferenced immutable objects: the candidates. */
+  candidates: ScannedObject[];
+  stats: { items: number; objects: number; objectsRead: number; bytesRead: number; ms: number };
+}
+
+export interface ScanOptions {
+  pins?: Iterable<string>;
+  /** Digests already known for unreferenced objects (observations), so they need not be re-read. */
+  knownDigests?: Map<string, string>;
+}
+
+/** Collects reference reasons, keeping the first one found for each key or digest. */
+class Refs {
+  readonly keys = new Map<string, string>();
+  readonly prefixes = new Map<string, string>();
+  readonly digests = new Map<string, string>();
+  key(k: string, why: string) {
+    if (!this.keys.has(k)) this.keys.set(k, why);
+  }
+  prefix(p: string, why: string) {
+    if (!this.prefixes.has(p)) this.prefixes.set(p, why);
+  }
+  digest(d: string, why: string) {
+    if (!this.digests.has(d)) this.digests.set(d, why);
+  }
+  keyReason(k: string): string | undefined {
+    const direct = this.keys.get(k);
+    if (direct) return direct;
+    for (const [p, why] of this.prefixes) if (k.startsWith(p)) return why;
+    return undefined;
+  }
+}
+
+/** Every digest-like and key-like string anywhere inside a value (attribute names included). */
+export function stringsIn(value: unknown, visit: (s: string) => void): void {
+  if (typeof value === 'string') visit(value);
+  else if (Array.isArray(value)) for (const v of value) stringsIn(v, visit);
+  else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      visit(k);
+      stringsIn(v, visit);
+    }
+  }
+}
+
+function noteStrings(refs: Refs, value: unknown, why: string): void {
+  stringsIn(value, (s) => {
+    DIGEST_SCAN_PATTERN.lastIndex = 0;
+    for (let m = DIGEST_SCAN_PATTERN.exec(s); m; m = DIGEST_SCAN_PATTERN.exec(s)) refs.digest(m[0], why);
+    if (KEY_PREFIXES.some((p) => s.startsWith(p))) refs.key(s, why);
+  });
+}
+
+/**
+ * A registered backup's manifest names objects a restore would need: they stay referenced. A backup
+ * whose manifest cannot be read (moved, damaged, still being written) fails the scan closed; a FAILED
+ * backup names nothing.
+ */
+async function noteBackup(refs: Refs, item: Item, where: string): Promise<void> {
+  if (item.status === 'FAILED') return;
+  const why = `named by backup ${String(item.backup_id)} (${String(item.location)})`;
+  try {
+    if (item.status !== 'COMPLETE') throw new Error(`it is ${String(item.status)}: finish it, or record it as failed`);
+    const backup = await openBackup(item.location as string, { expectedManifestDigest: item.manifest_digest as string });
+    for await (const o of backup.objects()) {
+      refs.key(o.key, why);
+      refs.digest(o.digest, why);
+    }
+    for await (const i of backup.items()) noteStrings(refs, i, why);
+  } catch (e) {
+    throw new InternalError(
+      `cannot read the references of backup ${String(item.backup_id)} (${where}): ${e instanceof Error ? e.message : String(e)}; nothing will be collected until it is readable`,
+    );
+  }
+}
+
+/** Object reads overlap: each is a handful of filesystem or HTTP round trips. */
+const READ_CONCURRENCY = 16;
+
+async function inParallel<T>(list: T[], fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < list.length) await fn(list[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, list.length) }, worker));
+}
+
+async function readRaw(ctx: ServiceContext, key: string): Promise<AsyncIterable<Uint8Array>> {
+  try {
+    return await ctx.content.readRaw(key);
+  } catch (e) {
+    if (e instanceof NotFound) throw new InternalError(`object ${key} vanished during the reference scan; is maintenance fenced?`);
+    throw e;
+  }
+}
+
+export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}): Promise<ReferenceScan> {
+  const started = Date.now();
+  const refs = new Refs();
+  const versionsSeen = new Map<string, number>();
+  const heads: Item[] = [];
+  let itemCount = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.items.scan(cursor ? { cursor } : {});
+    for (const item of page.items) {
+      itemCount++;
+      // Retention's own journal names its candidates; it is not a reference to them.
+      if (RETENTION_OWN_TYPES.has(item.type as string)) continue;
+      const where = `${item.PK} ${item.SK}`;
+      for (const r of refsOfItem(item)) {
+        refs.key(r.key, `named by ${r.source}`);
+        refs.digest(r.digest, `named by ${r.source}`);
+      }
+      noteStrings(refs, item, `named by ${where}`);
+      if (item.type === 'version')
+        versionsSeen.set(item.artifact_id as string, Math.max(versionsSeen.get(item.artifact_id as string) ?? 0, item.version as number));
+      if (item.type === 'head') heads.push(item);
+      if (item.type === 'execution') {
+        for (const attr of Object.keys(item)) {
+          const name = attr.slice(RESERVATION_PREFIX.length);
+          if (attr.startsWith(RESERVATION_PREFIX) && (EXECUTION_OUTPUTS as readonly string[]).includes(name)) {
+            refs.key(
+              executionKey(item.run_id as string, name as (typeof EXECUTION_OUTPUTS)[number]),
+              `in-flight upload reserved by ${where}`,
+            );
+          }
+        }
+      }
+      if (item.type === 'backup') await noteBackup(refs, item, where);
+    }
+    cursor = page.cursor;
+  } while (cursor);
+  // Version numbers reserved on the HEAD but not (yet) committed are uploads in flight.
+  for (const h of heads) {
+    const id = h.artifact_id as string;
+    for (let n = (versionsSeen.get(id) ?? 0) + 1; n <= (h.latest_version as number); n++) {
+      refs.prefix(`artifacts/${id}/v${n}/`, `in-flight upload of version ${n} reserved by ${h.PK} HEAD`);
+    }
+  }
+  for (const p of opts.pins ?? []) refs.digest(p, 'pinned by the host');
+
+  const objects = new Map<string, ScannedObject>();
+  for (const prefix of KEY_PREFIXES) for await (const o of ctx.content.list(prefix)) objects.set(o.key, { ...o });
+
+  const referenced = new Map<string, string>();
+  const queue: string[] = [];
+  const mark = (key: string, why: string) => {
+    if (referenced.has(key)) return;
+    referenced.set(key, why);
+    queue.push(key);
+  };
+  for (const key of objects.keys()) {
+    const why = refs.keyReason(key);
+    if (why) mark(key, why);
+  }
+  let objectsRead = 0;
+  let bytesRead = 0;
+  // Unreferenced objects are matched by digest: hash each once (or take the digest an observation
+  // recorded), index them, and mark them the moment their digest becomes referenced.
+  const unreferencedByDigest = new Map<string, string[]>();
+  await inParallel(
+    [...objects.values()].filter((o) => !referenced.has(o.key)),
+    async (obj) => {
+      let digest = opts.knownDigests?.get(obj.key);
+      if (!digest) {
+        const acc = new DigestAccumulator();
+        for await (const c of await readRaw(ctx, obj.key)) acc.update(c as Buffer);
+        objectsRead++;
+        bytesRead += acc.size;
+        digest = acc.digest();
+      }
+      obj.digest = digest;
+      const list = unreferencedByDigest.get(digest);
+      if (list) list.push(obj.key);
+      else unreferencedByDigest.set(digest, [obj.key]);
+    },
+  );
+  const addDigest = (d: string, why: string) => {
+    if (!refs.digests.has(d)) refs.digests.set(d, why);
+    for (const k of unreferencedByDigest.get(d) ?? []) mark(k, `its digest is ${refs.digests.get(d) as string}`);
+  };
+  for (const [d, why] of refs.digests) addDigest(d, why);
+  // The worklist: every referenced object's bytes are read once, hashed and scanned for digests.
+  const scanOne = async (key: string) => {
+    const acc = new DigestAccumulator();
+    const hashing = async function* (src: AsyncIterable<Uint8Array>) {
+      for await (const c of src) {
+        acc.update(c as Buffer);
+        yield c;
+      }
+    };
+    const found = await scanForDigests(hashing(await readRaw(ctx, key)));
+    objectsRead++;
+    bytesRead += acc.size;
+    const digest = acc.digest();
+    const obj = objects.get(key);
+    if (obj) obj.digest = digest;
+    addDigest(digest, `digest of referenced object ${key}`);
+    for (const d of found) addDigest(d, `found inside ${key}`);
+  };
+  while (queue.length) await inParallel(queue.splice(0), (key) => scanOne(key));
+  const candidates = [...objects.values()].filter((o) => !referenced.has(o.key) && CANDIDATE_PREFIXES.some((p) => o.key.startsWith(p)));
+  return {
+    referenced,
+    digests: refs.digests,
+    objects,
+    candidates,
+    stats: { items: itemCount, objects: objects.size, objectsRead, bytesRead, ms: Date.now() - started },
+  };
+}

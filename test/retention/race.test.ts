@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { EventEmitter, once } from 'node:events';
+import { describe, it } from 'node:test';
+import { DAY_MS } from '../../src/core/clock.ts';
+import { Conflict, MaintenanceInProgress } from '../../src/core/errors.ts';
+import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
+import { addProvenance } from '../../src/lifecycle/provenance.ts';
+import { collectRefs, verifyObjects } from '../../src/lifecycle/verify-content.ts';
+import { ArtifactRetention } from '../../src/retention/retention.ts';
+import { bytesOf } from '../helpers/tmp.ts';
+import { agent } from '../helpers/walk.ts';
+import { embedded, epochOf, host } from './harness.ts';
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('retention racing publishers (the GC races on record: distribution#3045, Harbor#15445, Nix#7370)', () => {
+  it('an upload whose object retention quarantined while it was in flight cannot commit', async () => {
+    const i = await embedded.open();
+    const r = await i.verifiedRestore();
+    const realPut = i.ctx.content.put.bind(i.ctx.content);
+    let raced = false;
+    i.ctx.content.put = async (key, body, opts) => {
+      const result = await realPut(key, body, opts);
+      if (!raced && /^artifacts\/[^/]+\/v1\/slow\.bin$/.test(key)) {
+        raced = true;
+        // The collector runs while the upload is written but not committed, with time racing ahead.
+        const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
+        await retention.run(await epochOf(i.ctx), 'QUARANTINE', host(i.ctx, { restore: r }));
+        i.ctx.clock.advance(8 * DAY_MS);
+        const q = await retention.run(await epochOf(i.ctx), 'QUARANTINE', host(i.ctx, { restore: r }));
+        assert.ok(q.quarantined.includes(key));
+      }
+      return result;
+    };
+    await assert.rejects(createArtifact(i.ctx, agent, { name: 'slow', filename: 'slow.bin', body: bytesOf('in flight') }), Conflict);
+    i.ctx.content.put = realPut;
+    assert.deepEqual((await verifyObjects(i.ctx, await collectRefs(i.ctx))).findings, []);
+    await i.close();
+  });
+
+  it('publishers run while an operator repeatedly quarantines and purges: no referenced object is ever collected; publishers are fenced, not failed', async () => {
+    const i = await embedded.open();
+    const r = await i.verifiedRestore();
+    const stats = { fenced: 0, reclaimed: 0, done: 0, runs: 0, purged: 0, quarantined: 0 };
+    const published: Array<{ id: string; version: number }> = [];
+    let publishing = 3;
+    const windows = new EventEmitter();
+    windows.setMaxListeners(10);
+    const publisher = async (n: number) => {
+      for (let k = 0; k < 25; k++) {
+        for (;;) {
+          try {
+            const { version } = await createArtifact(i.ctx, agent, {
+              name: `p${n}-${k}`,
+              filename: 'f.txt',
+              body: bytesOf(`publisher ${n} item ${k}`),
+            });
+            published.push({ id: version.artifact_id, version: 1 });
+            const v2 = await addVersion(i.ctx, agent, version.artifact_id, { filename: 'f.txt', body: bytesOf(`v2 ${n} ${k}`) });
+            published.push({ id: version.artifact_id, version: v2.version });
+            await addProvenance(i.ctx, agent, version.artifact_id, { action: 'made', outputs: [v2.content_hash] });
+            stats.done++;
+            break;
+          } catch (e) {
+            if (e instanceof MaintenanceInProgress) {
+              stats.fenced++;
+              // Back off until the maintenance window closes (what Retry-After tells an HTTP client).
+              await once(windows, 'open');
+              continue;
+            }
+            if (e instanceof Conflict) stats.reclaimed++;
+            else throw e;
+            await tick();
+          }
+        }
+        await tick();
+      }
+      publishing--;
+      windows.emit('open');
+    };
+    const operator = async () => {
+      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
+      while (publishing > 0) {
+        for (const action of ['QUARANTINE', 'PURGE'] as const) {
+          const result = await retention.run(await epochOf(i.ctx), action, host(i.ctx, { restore: r }), { maxArtifacts: 1000 });
+          stats.runs++;
+          stats.quarantined += result.quarantined.length;
+          stats.purged += result.purged.length;
+          i.ctx.clock.advance(31 * DAY_MS);
+          await tick();
+        }
+        // Let publishers make progress between maintenance windows (fenced, not starved).
+        windows.emit('open');
+        const before = stats.done;
+        while (publishing > 0 && stats.done === before) await tick();
+      }
+    };
+    await Promise.all([publisher(1), publisher(2), publisher(3), operator()]);
+    assert.equal(stats.done, 75);
+    process.stdout.write(`# race stats ${JSON.stringify(stats)}\n`);
+    assert.ok(stats.fenced > 0, `publishers met the fence (${JSON.stringify(stats)})`);
+    assert.ok(stats.runs >= 4, `the operator ran repeatedly (${JSON.stringify(stats)})`);
+    const report = await verifyObjects(i.ctx, await collectRefs(i.ctx));
+    assert.deepEqual(report.findings, [], 'every referenced object is present and intact');
+    assert.equal(report.objects, published.length * 2 + 75, 'content + metadata of every version, and every provenance document');
+    await i.close();
+  });
+});

@@ -1,0 +1,4 @@
+import { embedded } from './harness.ts';
+import { retentionSuite } from './suite.ts';
+
+retentionSuite(embedded);
