@@ -4,11 +4,10 @@
  * TransactWriteItems per transition, no Scan on any request path.
  */
 import { decide } from '../src/lifecycle/approvals.ts';
-import { addVersion, createArtifact, openVersionContent } from '../src/lifecycle/artifacts.ts';
+import { addVersion, createArtifact, listArtifacts, openVersionContent } from '../src/lifecycle/artifacts.ts';
 import { finishExecution, startExecution, uploadOutput } from '../src/lifecycle/executions.ts';
 import { addProvenance } from '../src/lifecycle/provenance.ts';
 import { propose, transition } from '../src/lifecycle/transitions.ts';
-import { listArtifacts } from '../src/lifecycle/artifacts.ts';
 import { distributedInstallation, stopDistributedServers } from '../test/helpers/distributed.ts';
 import { header } from './util.ts';
 
@@ -30,7 +29,9 @@ export async function benchDistributed(): Promise<Record<string, Record<string, 
   };
   try {
     header('distributed: requests per lifecycle operation (DynamoDB Local + s3rver)');
-    const { version } = await measure('artifact create (4 KiB)', () => createArtifact(ctx, agent, { name: 'cost', filename: 'f.sh', body: [Buffer.alloc(4096, 1)] }));
+    const { version } = await measure('artifact create (4 KiB)', () =>
+      createArtifact(ctx, agent, { name: 'cost', filename: 'f.sh', body: [Buffer.alloc(4096, 1)] }),
+    );
     const id = version.artifact_id;
     await measure('artifact version (4 KiB)', () => addVersion(ctx, agent, id, { filename: 'f.sh', body: [Buffer.alloc(4096, 2)] }));
     await measure('propose (supersedes 1)', () => propose(ctx, agent, id, 2));
@@ -57,7 +58,9 @@ export async function benchDistributed(): Promise<Record<string, Record<string, 
     const scans = Object.entries(results).filter(([, c]) => (c['ddb.Scan'] ?? 0) > 0);
     const transitions = ['withdraw (transition)', 'propose (supersedes 1)', 'approve (quorum reached)', 'exec start', 'exec finish'];
     const oneTx = transitions.every((t) => results[t]?.['ddb.TransactWriteItems'] === 1);
-    console.log(`  Scan on a request path: ${scans.length ? scans.map(([k]) => k).join(', ') : 'none'}; one TransactWriteItems per transition: ${oneTx ? 'yes' : 'NO'}`);
+    console.log(
+      `  Scan on a request path: ${scans.length ? scans.map(([k]) => k).join(', ') : 'none'}; one TransactWriteItems per transition: ${oneTx ? 'yes' : 'NO'}`,
+    );
   } finally {
     await inst.close();
     await stopDistributedServers();

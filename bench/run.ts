@@ -5,8 +5,8 @@
 import { benchDistributed } from './distributed.ts';
 import { benchHttp } from './http.ts';
 import { benchLifecycle } from './lifecycle.ts';
-import { benchRetention } from './retention.ts';
 import { benchRecovery } from './recovery.ts';
+import { benchRetention } from './retention.ts';
 import { benchStorage } from './storage.ts';
 import { benchTelemetry } from './telemetry.ts';
 

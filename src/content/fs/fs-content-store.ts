@@ -272,7 +272,10 @@ export class FsContentStore implements ContentStore {
     for (const { entry, sortKey } of sorted) {
       if (entry.isDirectory() || !sortKey.toString('utf8').startsWith(prefix)) continue;
       if (afterBytes && Buffer.compare(sortKey, afterBytes) <= 0) continue;
-      sizes.set(entry.name, fs.lstat(path.join(dirPath, entry.name)).catch(() => undefined));
+      sizes.set(
+        entry.name,
+        fs.lstat(path.join(dirPath, entry.name)).catch(() => undefined),
+      );
     }
     for (const { entry, sortKey } of sorted) {
       const keyText = sortKey.toString('utf8');
