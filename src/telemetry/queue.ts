@@ -20,7 +20,7 @@
  * retries the audit write with the fallback (a `dropped` increment) instead: the audit write commits.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { canonicalDigest, canonicalJson } from '../core/canonical-json.ts';
+import { canonicalDigest } from '../core/canonical-json.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import { ConditionFailed, Conflict, InvalidInput, RestoreHeld, StaleEpoch } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
@@ -134,7 +134,8 @@ function sameToken(a: string, b: string): boolean {
 
 /** The payload an audit event contributes: identity, type, aggregate and time. Nothing else. */
 export function auditPayload(e: AuditEvent): Record<string, string> {
-  return { event_id: e.event_id, type: e.type, aggregate_id: e.aggregate_id, timestamp: e.timestamp };
+  // Keys in sorted order, all strings: JSON.stringify of it is its canonical JSON.
+  return { aggregate_id: e.aggregate_id, event_id: e.event_id, timestamp: e.timestamp, type: e.type };
 }
 
 function counters(item: Item): TelemetryCounters {
@@ -307,7 +308,7 @@ export class TelemetryQueue {
         let bytes = 0;
         for (const e of events) {
           const payload = auditPayload(e);
-          const size = Buffer.byteLength(canonicalJson(payload), 'utf8');
+          const size = Buffer.byteLength(JSON.stringify(payload), 'utf8');
           bytes += size;
           const item = this.recordItem(e.event_id, 'audit', payload, size, toMs(e.timestamp, 'event timestamp'), false);
           puts.push({ op: 'put', item, condition: cond.notExists() });
