@@ -7,10 +7,10 @@
  * so two uploads never write the same key and an interrupted one is visible as in-flight.
  */
 
-import { assertNotFenced, RESERVATION_PREFIX, readHead, runAudited } from '../audit/chain.ts';
+import { assertNotFenced, fenceCheck, RESERVATION_PREFIX, readHead, runAudited } from '../audit/chain.ts';
 import type { Body } from '../content/content-store.ts';
 import { isoDate, isoTimestamp } from '../core/clock.ts';
-import { ConditionFailed, Conflict, InvalidInput, NotFound } from '../core/errors.ts';
+import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { artifactPk, eventGsiSk, executionSk, RUN_POINTER_SK, runGsiPk, runPk } from '../core/keys.ts';
 import { EXECUTION_OUTPUTS, type ExecutionOutput, executionKey } from '../core/object-keys.ts';
@@ -117,12 +117,18 @@ export async function uploadOutput(
   }
   const stamp = isoTimestamp(now);
   try {
-    await ctx.items.update(
-      { PK: exec.PK, SK: exec.SK },
-      { set: { [reservation]: stamp } },
-      { condition: cond.and(cond.eq('status', 'RUNNING'), existing ? cond.eq(reservation, existing) : cond.attrNotExists(reservation)) },
-    );
+    // The reservation is a write of a publisher: fenced like every other one.
+    await ctx.items.transactWrite([
+      {
+        op: 'update',
+        key: { PK: exec.PK, SK: exec.SK },
+        update: { set: { [reservation]: stamp } },
+        condition: cond.and(cond.eq('status', 'RUNNING'), existing ? cond.eq(reservation, existing) : cond.attrNotExists(reservation)),
+      },
+      fenceCheck(),
+    ]);
   } catch (e) {
+    if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
     if (e instanceof ConditionFailed) throw new Conflict(`an upload of ${output} for run ${runId} is in progress, or the run finished`);
     throw e;
   }

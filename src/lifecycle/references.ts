@@ -12,6 +12,12 @@ export interface ObjectRef {
   size?: number;
   /** Which item names it, for reports: "ART#id V#0000000001 content". */
   source: string;
+  /**
+   * Named only because retention keeps it in logical quarantine (seed 004: quarantined bytes stay
+   * readable and in ordinary backups). Not a reference: it may be purged later, so its absence is not
+   * a finding and it never protects itself from retention.
+   */
+  retained?: true;
 }
 
 /** The object references one item names (any type); unknown item types name none. */
@@ -39,6 +45,11 @@ export function refsOfItem(item: Item): ObjectRef[] {
       break;
     case 'execution_output':
       add(item.key, item.digest, item.size, `output ${String(item.name)}`);
+      break;
+    case 'retention_observation':
+      if (item.state === 'QUARANTINED' && typeof item.key === 'string' && typeof item.digest === 'string') {
+        refs.push({ key: item.key, digest: item.digest as Digest, ...(typeof item.size === 'number' ? { size: item.size } : {}), source: `${where} quarantine`, retained: true });
+      }
       break;
     case 'head':
       add(item.provenance_key, item.provenance_hash, undefined, 'provenance document');

@@ -44,6 +44,8 @@ export interface BackupObject {
   size?: number;
   /** provenance/ documents: derived from the items and rewritten; not copied by --with-content. */
   mutable?: true;
+  /** In retention's logical quarantine: copied and listed, but not a reference (references.ts). */
+  retained?: true;
 }
 
 export interface BackupFileInfo {

@@ -235,6 +235,7 @@ async function exportItems(snapshot: ItemSnapshot, dir: string, ownSk: string, s
             digest: r.digest,
             ...(r.size !== undefined ? { size: r.size } : {}),
             ...(isImmutableKey(r.key) ? {} : { mutable: true as const }),
+            ...(r.retained ? { retained: true as const } : {}),
           });
         }
       }

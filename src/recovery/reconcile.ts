@@ -173,7 +173,13 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
           findings.push({ kind: 'item', problem: 'missing', row: `${k.PK} ${k.SK}`, detail: 'in the backup, not restored' });
         for await (const o of backup.objects()) {
           if (!refs.has(o.key)) {
-            extraRefs.push({ key: o.key, digest: o.digest, ...(o.size !== undefined ? { size: o.size } : {}), source: 'backup manifest' });
+            extraRefs.push({
+              key: o.key,
+              digest: o.digest,
+              ...(o.size !== undefined ? { size: o.size } : {}),
+              ...(o.retained ? { retained: true as const } : {}),
+              source: 'backup manifest',
+            });
           }
         }
       }
@@ -182,8 +188,9 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
 
   // Objects: re-hash everything named (immutable objects decide the status; derived documents do not).
   const all = [...refs.values(), ...extraRefs];
-  const immutable = all.filter((r) => isImmutableKey(r.key));
-  const derived = all.filter((r) => !isImmutableKey(r.key));
+  // Quarantined objects are checked like derived documents: reported, never deciding the status.
+  const immutable = all.filter((r) => isImmutableKey(r.key) && !r.retained);
+  const derived = all.filter((r) => !isImmutableKey(r.key) || r.retained);
   const concurrency = Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY);
   // Objects and audit chains are verified side by side: the chains' reads fill the objects' I/O waits.
   const objBar = progress('objects', immutable.length);

@@ -18,9 +18,10 @@ export interface MaintenanceRecoveryStep {
   run(ctx: ServiceContext, m: MaintenanceHandle): Promise<Record<string, unknown> | undefined>;
 }
 
-/** The steps every recovery runs, in order. The retention issue adds its purge-journal recovery here. */
+/** The steps every recovery runs, in order: the retention purge journal's review and retry. */
 export async function maintenanceRecoverySteps(): Promise<MaintenanceRecoveryStep[]> {
-  return [];
+  const { recoverPreparedPurges } = await import('../retention/recovery-step.ts');
+  return [{ name: 'retention: review and retry interrupted purges', run: recoverPreparedPurges }];
 }
 
 export interface RecoveryResult {

@@ -101,10 +101,12 @@ async function noteBackup(refs: Refs, item: Item, where: string): Promise<void> 
     if (item.status !== 'COMPLETE') throw new Error(`it is ${String(item.status)}: finish it, or record it as failed`);
     const backup = await openBackup(item.location as string, { expectedManifestDigest: item.manifest_digest as string });
     for await (const o of backup.objects()) {
+      // Quarantined objects ride in backups (seed 004) without becoming references to themselves.
+      if (o.retained) continue;
       refs.key(o.key, why);
       refs.digest(o.digest, why);
     }
-    for await (const i of backup.items()) noteStrings(refs, i, why);
+    for await (const i of backup.items()) if (!RETENTION_OWN_TYPES.has(i.type as string)) noteStrings(refs, i, why);
   } catch (e) {
     throw new InternalError(
       `cannot read the references of backup ${String(item.backup_id)} (${where}): ${e instanceof Error ? e.message : String(e)}; nothing will be collected until it is readable`,

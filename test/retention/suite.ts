@@ -4,6 +4,7 @@
  * retention-distributed.test.ts). Time moves through the injected clock.
  */
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { DAY_MS } from '../../src/core/clock.ts';
@@ -11,10 +12,12 @@ import { sha256 } from '../../src/core/digest.ts';
 import { type AlpError, IntegrityError, InvalidInput, MaintenanceInProgress, RestoreHeld, StaleEpoch } from '../../src/core/errors.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
+import { createBackup } from '../../src/recovery/backup.ts';
+import { openBackup } from '../../src/recovery/backup-format.ts';
 import { advanceEpoch, restoreHoldKey } from '../../src/recovery/system.ts';
 import { retentionMaterialDigest } from '../../src/retention/model.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
-import { bytesOf, collect } from '../helpers/tmp.ts';
+import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
 import { type Engine, epochOf, host, operator, type RetentionInstallation } from './harness.ts';
 
@@ -127,11 +130,20 @@ export function retentionSuite(engine: Engine): void {
       assert.deepEqual(due.quarantined, ['artifacts/g/v1/old-looking']);
     });
 
-    it('approved candidates enter logical quarantine for 30 days: bytes remain readable at their original path', async () => {
+    it('approved candidates enter logical quarantine for 30 days: bytes remain readable at their original path and remain included in ordinary backups', async () => {
       const i = await fresh();
       const r = await i.verifiedRestore();
       await orphan(i, 'artifacts/q/v1/f', 'still here');
       await toPurgeable(i, r);
+      const out = path.join(tempDir('alp-qbackup'), 'b');
+      await createBackup(i.ctx, { out, actor: operator.id, withContent: true });
+      const listed: Array<{ key: string; retained?: boolean }> = [];
+      for await (const o of (await openBackup(out)).objects()) listed.push(o);
+      assert.deepEqual(
+        listed.filter((o) => o.key === 'artifacts/q/v1/f').map((o) => o.retained),
+        [true],
+        'the quarantined object is in the backup, marked as retained (not a reference)',
+      );
       i.ctx.clock.advance(-1);
       assert.equal((await run(i, 'PURGE', r)).status, 'NOTHING_TO_DO', 'not before 30 days');
       assert.equal((await collect(await i.ctx.content.readRaw('artifacts/q/v1/f'))).toString(), 'still here');
