@@ -11,7 +11,7 @@ import { AlpError, IntegrityError, NotFound } from '../core/errors.ts';
 import { artifactPk, HEAD_SK } from '../core/keys.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import type { HeadItem } from '../lifecycle/model.ts';
-import type { Item } from '../store/item-store.ts';
+import { type Item, queryAll } from '../store/item-store.ts';
 import { hashedPart, isAuditType } from './chain.ts';
 
 export const SEGMENT_TYPE = 'history_segment';
@@ -120,13 +120,7 @@ export async function loadSegment(ctx: ServiceContext, seg: SegmentItem): Promis
  * `tolerant` (audit verify) it is reported in `segments[].problem` and its entries are left out.
  */
 export async function loadChain(ctx: ServiceContext, artifactId: string, opts: { tolerant?: boolean } = {}): Promise<LoadedChain> {
-  const all: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.items.query({ pk: artifactPk(artifactId), consistent: true, ...(cursor ? { cursor } : {}) });
-    all.push(...page.items);
-    cursor = page.cursor;
-  } while (cursor);
+  const all = await queryAll(ctx.items, { pk: artifactPk(artifactId), consistent: true });
   const head = all.find((i) => i.SK === HEAD_SK) as HeadItem | undefined;
   const segments: LoadedSegment[] = [];
   for (const seg of all.filter(isSegmentItem).sort((a, b) => a.first_seq - b.first_seq)) {

@@ -10,6 +10,7 @@ import { DAY_MS, isoTimestamp } from '../core/clock.ts';
 import { type Digest, parseDigest } from '../core/digest.ts';
 import { Forbidden, IllegalTransition, InvalidInput } from '../core/errors.ts';
 import { approvalSk, approverGsiPk, artifactPk, eventGsiSk } from '../core/keys.ts';
+import { queryAll } from '../store/item-store.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
@@ -52,19 +53,11 @@ export interface ApprovalRecord {
 }
 
 export async function listApprovals(ctx: ServiceContext, artifactId: string): Promise<ApprovalRecord[]> {
-  const out: ApprovalRecord[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.items.query({
-      pk: artifactPk(artifactId),
-      sk: { beginsWith: 'APPROVAL#' },
-      consistent: true,
-      ...(cursor ? { cursor } : {}),
-    });
-    out.push(...(page.items as unknown as ApprovalRecord[]));
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
+  return (await queryAll(ctx.items, {
+    pk: artifactPk(artifactId),
+    sk: { beginsWith: 'APPROVAL#' },
+    consistent: true,
+  })) as unknown as ApprovalRecord[];
 }
 
 /** Approvals that count now for this version: current round, current hash, unexpired, one per principal. */

@@ -14,7 +14,7 @@ import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFoun
 import { newId } from '../core/ids.ts';
 import { artifactPk, eventGsiSk, executionSk, RUN_POINTER_SK, runGsiPk, runPk } from '../core/keys.ts';
 import { EXECUTION_OUTPUTS, type ExecutionOutput, executionKey } from '../core/object-keys.ts';
-import { cond, type Item } from '../store/item-store.ts';
+import { cond, type Item, queryAll } from '../store/item-store.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import type { ServiceContext } from './context.ts';
@@ -229,19 +229,8 @@ export async function finishExecution(
 }
 
 export async function listExecutions(ctx: ServiceContext, artifactId: string): Promise<ExecutionItem[]> {
-  const out: ExecutionItem[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.items.query({
-      pk: artifactPk(artifactId),
-      sk: { beginsWith: 'EXEC#' },
-      consistent: true,
-      ...(cursor ? { cursor } : {}),
-    });
-    out.push(...(page.items.filter((i) => i.type === 'execution') as ExecutionItem[]));
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
+  const items = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: 'EXEC#' }, consistent: true });
+  return items.filter((i) => i.type === 'execution') as ExecutionItem[];
 }
 
 export function executionView(e: ExecutionItem): Record<string, unknown> {

@@ -11,7 +11,7 @@ import { digestHex, parseDigest } from '../core/digest.ts';
 import { InvalidInput } from '../core/errors.ts';
 import { artifactPk, eventGsiSk, HEAD_SK, provenanceGsiPk, provenanceSk } from '../core/keys.ts';
 import { provenanceKey } from '../core/object-keys.ts';
-import { cond, type Item } from '../store/item-store.ts';
+import { cond, type Item, queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal } from './model.ts';
 import { validateText } from './validation.ts';
@@ -77,19 +77,7 @@ export async function addProvenance(ctx: ServiceContext, caller: Principal, arti
 }
 
 export async function listProvenance(ctx: ServiceContext, artifactId: string): Promise<Item[]> {
-  const out: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.items.query({
-      pk: artifactPk(artifactId),
-      sk: { beginsWith: 'PROV#' },
-      consistent: true,
-      ...(cursor ? { cursor } : {}),
-    });
-    out.push(...page.items);
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
+  return queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: 'PROV#' }, consistent: true });
 }
 
 export function provenanceStepView(i: Item): Record<string, unknown> {

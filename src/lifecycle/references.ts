@@ -4,7 +4,7 @@
  */
 import type { Digest } from '../core/digest.ts';
 import { artifactPk } from '../core/keys.ts';
-import type { Item, ItemStore } from '../store/item-store.ts';
+import { type Item, type ItemStore, queryAll } from '../store/item-store.ts';
 
 export interface ObjectRef {
   key: string;
@@ -48,7 +48,13 @@ export function refsOfItem(item: Item): ObjectRef[] {
       break;
     case 'retention_observation':
       if (item.state === 'QUARANTINED' && typeof item.key === 'string' && typeof item.digest === 'string') {
-        refs.push({ key: item.key, digest: item.digest as Digest, ...(typeof item.size === 'number' ? { size: item.size } : {}), source: `${where} quarantine`, retained: true });
+        refs.push({
+          key: item.key,
+          digest: item.digest as Digest,
+          ...(typeof item.size === 'number' ? { size: item.size } : {}),
+          source: `${where} quarantine`,
+          retained: true,
+        });
       }
       break;
     case 'head':
@@ -63,15 +69,9 @@ export function refsOfItem(item: Item): ObjectRef[] {
   return refs;
 }
 
-export async function refsOfArtifact(items: ItemStore, artifactId: string): Promise<ObjectRef[]> {
-  const refs: ObjectRef[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.query({ pk: artifactPk(artifactId), consistent: true, ...(cursor ? { cursor } : {}) });
-    for (const item of page.items) refs.push(...refsOfItem(item));
-    cursor = page.cursor;
-  } while (cursor);
-  return dedupeRefs(refs);
+export async function refsOfArtifact(store: ItemStore, artifactId: string): Promise<ObjectRef[]> {
+  const items = await queryAll(store, { pk: artifactPk(artifactId), consistent: true });
+  return dedupeRefs(items.flatMap(refsOfItem));
 }
 
 /** One entry per key; the first source wins (the same key named twice must carry the same digest). */

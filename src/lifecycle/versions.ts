@@ -7,7 +7,7 @@ import type { AuditDraft } from '../audit/chain.ts';
 import { isoDate } from '../core/clock.ts';
 import { NotFound } from '../core/errors.ts';
 import { artifactPk, eventGsiSk, stateGsiPk, transitionGsiPk, transitionSk, VERSION_SK_PREFIX, versionSk } from '../core/keys.ts';
-import { cond, type Item, type ItemStore, type TransactOp } from '../store/item-store.ts';
+import { cond, type Item, type ItemStore, queryAll, type TransactOp } from '../store/item-store.ts';
 import type { Principal, VersionItem } from './model.ts';
 import type { VersionState } from './state-machine.ts';
 
@@ -19,19 +19,7 @@ export async function readVersion(items: ItemStore, artifactId: string, version:
 
 /** All versions of an artifact, oldest first (base table, consistent). */
 export async function listVersions(items: ItemStore, artifactId: string): Promise<VersionItem[]> {
-  const out: VersionItem[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.query({
-      pk: artifactPk(artifactId),
-      sk: { beginsWith: VERSION_SK_PREFIX },
-      consistent: true,
-      ...(cursor ? { cursor } : {}),
-    });
-    out.push(...(page.items as VersionItem[]));
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
+  return (await queryAll(items, { pk: artifactPk(artifactId), sk: { beginsWith: VERSION_SK_PREFIX }, consistent: true })) as VersionItem[];
 }
 
 export async function latestVersion(items: ItemStore, artifactId: string): Promise<VersionItem> {

@@ -18,7 +18,7 @@ import { OBSERVATION_SK_PREFIX, retentionPk, retentionRunSk } from '../core/keys
 import { createContext, type ServiceContext } from '../lifecycle/context.ts';
 import { readInstallation } from '../lifecycle/installation.ts';
 import { assertEpochAndNoHold, isRestoreHeld } from '../recovery/system.ts';
-import { cond, type ItemStore, type TransactOp } from '../store/item-store.ts';
+import { cond, type ItemStore, queryAll, type TransactOp } from '../store/item-store.ts';
 import {
   contentRootId,
   DEFAULT_MAX_ARTIFACTS,
@@ -91,19 +91,8 @@ export class ArtifactRetention {
   /** Observations of the current content root, by object key. */
   async observations(): Promise<Map<string, Observation>> {
     const pk = retentionPk(contentRootId(this.ctx.content.location));
-    const out = new Map<string, Observation>();
-    let cursor: string | undefined;
-    do {
-      const page = await this.ctx.items.query({
-        pk,
-        sk: { beginsWith: OBSERVATION_SK_PREFIX },
-        consistent: true,
-        ...(cursor ? { cursor } : {}),
-      });
-      for (const o of page.items as Observation[]) out.set(o.key, o);
-      cursor = page.cursor;
-    } while (cursor);
-    return out;
+    const items = await queryAll(this.ctx.items, { pk, sk: { beginsWith: OBSERVATION_SK_PREFIX }, consistent: true });
+    return new Map((items as Observation[]).map((o) => [o.key, o]));
   }
 
   private async underFence(

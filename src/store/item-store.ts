@@ -161,3 +161,15 @@ export interface ItemStore {
   snapshot(opts?: { dir?: string }): Promise<ItemSnapshot>;
   close(): Promise<void>;
 }
+
+/** Every item a query matches, following its cursors (pass `consistent: true` for rules). */
+export async function queryAll(items: ItemStore, q: Omit<QueryInput, 'cursor'>): Promise<Item[]> {
+  const out: Item[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await items.query(cursor ? { ...q, cursor } : q);
+    out.push(...page.items);
+    cursor = page.cursor;
+  } while (cursor);
+  return out;
+}
