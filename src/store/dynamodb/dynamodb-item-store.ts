@@ -30,12 +30,10 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import {
-  type AttributeDefinition,
   CreateTableCommand,
   DescribeTableCommand,
   DynamoDBClient,
   type DynamoDBClientConfig,
-  type KeySchemaElement,
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import {
@@ -76,8 +74,8 @@ import {
   validateTransaction,
 } from '../semantics.ts';
 import { ExpressionBuilder } from './expressions.ts';
+import { GSI1, isActive, schemaProblems, tableDefinition } from './table.ts';
 
-export const GSI1 = 'GSI1';
 const BATCH_GET_MAX = 100;
 const BATCH_WRITE_MAX = 25;
 const BATCH_CONCURRENCY = 4;
@@ -136,6 +134,8 @@ interface AwsError extends Error {
   $metadata?: { httpStatusCode?: number };
   CancellationReasons?: Array<{ Code?: string; Message?: string }>;
 }
+
+export { GSI1, schemaProblems };
 
 export class DynamoItemStore implements ItemStore {
   readonly engine = 'dynamodb';
@@ -766,72 +766,4 @@ async function forEachLimited<T>(list: T[], limit: number, fn: (x: T) => Promise
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Table schema
-
-const KEY_ATTRIBUTES: AttributeDefinition[] = ['PK', 'SK', 'GSI1PK', 'GSI1SK'].map((AttributeName) => ({
-  AttributeName,
-  AttributeType: 'S',
-}));
-
-function tableDefinition(table: string) {
-  return {
-    TableName: table,
-    BillingMode: 'PAY_PER_REQUEST' as const,
-    AttributeDefinitions: KEY_ATTRIBUTES,
-    KeySchema: [
-      { AttributeName: 'PK', KeyType: 'HASH' as const },
-      { AttributeName: 'SK', KeyType: 'RANGE' as const },
-    ],
-    GlobalSecondaryIndexes: [
-      {
-        IndexName: GSI1,
-        KeySchema: [
-          { AttributeName: 'GSI1PK', KeyType: 'HASH' as const },
-          { AttributeName: 'GSI1SK', KeyType: 'RANGE' as const },
-        ],
-        Projection: { ProjectionType: 'ALL' as const },
-      },
-    ],
-  };
-}
-
-function sameKeys(actual: KeySchemaElement[] | undefined, hash: string, range: string): boolean {
-  const a = actual ?? [];
-  return (
-    a.length === 2 &&
-    a.some((k) => k.AttributeName === hash && k.KeyType === 'HASH') &&
-    a.some((k) => k.AttributeName === range && k.KeyType === 'RANGE')
-  );
-}
-
-function describeKeys(keys: KeySchemaElement[] | undefined): string {
-  return (keys ?? []).map((k) => `${k.AttributeName} ${k.KeyType}`).join(', ') || 'none';
-}
-
-/** Every way the table differs from ALP's schema; empty when it matches. */
-export function schemaProblems(t: TableDescription): string[] {
-  const problems: string[] = [];
-  if (!sameKeys(t.KeySchema, 'PK', 'SK')) problems.push(`key schema is (${describeKeys(t.KeySchema)}), expected (PK HASH, SK RANGE)`);
-  const gsi = (t.GlobalSecondaryIndexes ?? []).find((g) => g.IndexName === GSI1);
-  if (!gsi) problems.push('global secondary index GSI1 is missing');
-  else {
-    if (!sameKeys(gsi.KeySchema, 'GSI1PK', 'GSI1SK'))
-      problems.push(`GSI1 key schema is (${describeKeys(gsi.KeySchema)}), expected (GSI1PK HASH, GSI1SK RANGE)`);
-    if (gsi.Projection?.ProjectionType !== 'ALL')
-      problems.push(`GSI1 projects ${gsi.Projection?.ProjectionType ?? 'nothing'}, expected ALL`);
-  }
-  for (const def of t.AttributeDefinitions ?? []) {
-    if (['PK', 'SK', 'GSI1PK', 'GSI1SK'].includes(def.AttributeName ?? '') && def.AttributeType !== 'S') {
-      problems.push(`attribute ${def.AttributeName} has type ${def.AttributeType}, expected S (string)`);
-    }
-  }
-  return problems;
-}
-
-function isActive(t: TableDescription): boolean {
-  if (t.TableStatus !== 'ACTIVE') return false;
-  return (t.GlobalSecondaryIndexes ?? []).every((g) => g.IndexStatus === undefined || g.IndexStatus === 'ACTIVE');
 }
