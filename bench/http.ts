@@ -249,7 +249,7 @@ async function startAlp(data: string): Promise<Target> {
       const res = await fetch(`${status.url}/v1/artifacts?name=bench-${n++}&filename=blob.bin`, {
         method: 'POST',
         headers: { ...auth, 'content-type': 'application/octet-stream', 'repr-digest': toStructured(digest) },
-        body: blob,
+        body: blob as unknown as NonNullable<RequestInit['body']>,
       });
       const doc = (await res.json()) as { artifact_id?: string; detail?: string };
       if (res.status !== 201 || !doc.artifact_id) throw new Error(`alp upload: ${res.status} ${doc.detail}`);
@@ -331,7 +331,7 @@ async function startRegistry(bin: string, dir: string): Promise<Target> {
       const res = await fetch(url, {
         method: 'PUT',
         headers: { 'content-type': 'application/octet-stream' },
-        body: blob,
+        body: blob as unknown as NonNullable<RequestInit['body']>,
       });
       await res.arrayBuffer();
       if (res.status !== 201) throw new Error(`registry upload: ${res.status}`);
