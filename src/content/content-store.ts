@@ -30,6 +30,13 @@ export interface PutResult {
   size: number;
 }
 
+/** An object written by `stage`, to be made durable and visible by `publish` (or dropped by `discard`). */
+export interface StagedObject {
+  readonly key: string;
+  readonly digest: Digest;
+  readonly size: number;
+}
+
 export interface GetOptions {
   /** First byte to deliver (inclusive). */
   start?: number;
@@ -70,6 +77,17 @@ export interface ContentStore {
   readonly hasStorageClasses: boolean;
 
   put(key: string, body: Body, opts?: PutOptions): Promise<PutResult>;
+  /**
+   * Writes and hashes an object like `put`, but leaves the durable publication to `publish`, so several
+   * objects can be made durable together (their fsyncs overlap on the fs engine). An engine may make
+   * the object visible already here (S3: each object appears atomically, verified); a reader never sees
+   * partial bytes either way. Every staged object must be published or discarded.
+   */
+  stage(key: string, body: Body, opts?: PutOptions): Promise<StagedObject>;
+  /** Makes staged objects durable and visible; when it fails each object is either whole at its key or absent. */
+  publish(staged: StagedObject[]): Promise<void>;
+  /** Drops staged objects that will not be published (nothing of them stays visible). */
+  discard(staged: StagedObject[]): Promise<void>;
   /** Rejects with NotFound when the key is absent. */
   get(key: string, expectedDigest: Digest, opts?: GetOptions): Promise<Readable>;
   /**

@@ -4,7 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import { assertNotFenced, commitAudited, fenceCheck, readHead, runAudited } from '../audit/chain.ts';
-import type { Body } from '../content/content-store.ts';
+import type { Body, StagedObject } from '../content/content-store.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
@@ -182,7 +182,8 @@ interface StoreVersionArgs {
 
 /** Writes the content, then the metadata snapshot; returns the version item to commit. */
 async function storeVersionContent(ctx: ServiceContext, actor: Principal, a: StoreVersionArgs): Promise<VersionItem> {
-  const put = await ctx.content.put(a.key, a.input.body, {
+  // Content and its metadata snapshot are staged, then made durable together (their fsyncs overlap).
+  const put = await ctx.content.stage(a.key, a.input.body, {
     ...(a.input.expectedDigest ? { expectedDigest: a.input.expectedDigest } : {}),
     ...(a.input.maxBytes !== undefined ? { maxBytes: a.input.maxBytes } : {}),
   });
@@ -200,7 +201,14 @@ async function storeVersionContent(ctx: ServiceContext, actor: Principal, a: Sto
     created_at: a.createdAt,
     created_by: actor,
   };
-  const meta = await ctx.content.put(metaKey, [Buffer.from(`${canonicalJson(snapshot)}\n`)]);
+  let meta: StagedObject | undefined;
+  try {
+    meta = await ctx.content.stage(metaKey, [Buffer.from(`${canonicalJson(snapshot)}\n`)]);
+    await ctx.content.publish([put, meta]);
+  } catch (e) {
+    await ctx.content.discard(meta ? [put, meta] : [put]).catch(() => {});
+    throw e;
+  }
   return {
     PK: artifactPk(a.artifactId),
     SK: versionSk(a.version),

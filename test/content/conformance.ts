@@ -150,6 +150,25 @@ export function contentStoreConformance(h: ContentStoreHarness): void {
       await assert.rejects(store.readRaw('../escape'), InvalidInput);
     });
 
+    it('staged objects are published together, durable and whole; discarded ones leave nothing', async () => {
+      const n = ns();
+      const a = await store.stage(`${n}/s/a`, bytesOf('first'));
+      const b = await store.stage(`${n}/s/sub/b`, bytesOf('second'), { expectedDigest: sha256('second') });
+      assert.deepEqual([a.digest, b.size], [sha256('first'), 6]);
+      await store.publish([a, b]);
+      assert.equal((await collect(await store.get(`${n}/s/a`, a.digest))).toString(), 'first');
+      assert.equal((await collect(await store.get(`${n}/s/sub/b`, b.digest))).toString(), 'second');
+      const dropped = await store.stage(`${n}/s/dropped`, bytesOf('never'));
+      await store.discard([dropped]);
+      assert.equal(await store.head(`${n}/s/dropped`), undefined);
+      assert.deepEqual(
+        (await store.listPage(`${n}/s/`)).objects.map((o) => o.key),
+        [`${n}/s/a`, `${n}/s/sub/b`],
+      );
+      await assert.rejects(store.stage(`${n}/s/bad`, bytesOf('x'), { expectedDigest: sha256('y') }), IntegrityError);
+      assert.equal(await store.head(`${n}/s/bad`), undefined);
+    });
+
     it('a put over an existing key replaces it atomically', async () => {
       const n = ns();
       await store.put(`${n}/k`, bytesOf('one'));

@@ -56,6 +56,17 @@ describe('fs engine specifics', () => {
     assert.deepEqual(fs.readdirSync(path.join(root, 'a', 'b')).sort(), [`.alp-tmp-${process.pid}-def`, 'ok']);
   });
 
+  it('a staged object is invisible until published', async () => {
+    const root = tempDir('alp-fs');
+    const store = await FsContentStore.open(root);
+    const staged = await store.stage('a/b/c', bytesOf('later'));
+    assert.equal(await store.head('a/b/c'), undefined);
+    assert.deepEqual((await store.listPage('')).objects, []);
+    await store.publish([staged]);
+    assert.equal((await store.head('a/b/c'))?.size, 5);
+    await assert.rejects(store.publish([staged]), InvalidInput, 'published once');
+  });
+
   it('maps keys below the root only', async () => {
     const root = tempDir('alp-fs');
     const store = await FsContentStore.open(root);

@@ -63,6 +63,7 @@ import {
   type ObjectInfo,
   type PutOptions,
   type PutResult,
+  type StagedObject,
   type StorageClass,
 } from '../content-store.ts';
 import { VerifyingStream } from '../verify-stream.ts';
@@ -236,6 +237,18 @@ export class S3ContentStore implements ContentStore {
     if (!result) throw new InternalError(`upload of ${key} finished before its body was fully read`);
     this.bump('bytesWritten', result.size);
     return result;
+  }
+
+  /** S3 objects appear atomically with verified bytes: staging is a put, publishing has nothing left to do. */
+  async stage(key: string, body: Body, opts: PutOptions = {}): Promise<StagedObject> {
+    const put = await this.put(key, body, opts);
+    return { key, ...put };
+  }
+
+  async publish(_staged: StagedObject[]): Promise<void> {}
+
+  async discard(staged: StagedObject[]): Promise<void> {
+    for (const s of staged) await this.delete(s.key).catch(() => false);
   }
 
   async get(key: string, expectedDigest: Digest, opts: GetOptions = {}): Promise<Readable> {
