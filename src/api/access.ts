@@ -8,7 +8,8 @@
  *   executions, upload their outputs, create compensations; read everything.
  * - `service`: read only (exporters, dashboards).
  *
- * Retention, recovery, the telemetry claim and token administration have no route at all.
+ * Retention, recovery, the telemetry claim and token administration have no route at all (their
+ * read-only figures are in /v1/status/operations).
  */
 import type { PrincipalKind } from '../lifecycle/model.ts';
 
@@ -63,6 +64,8 @@ export const ROUTES = {
   queryRuns: { method: 'GET', url: '/v1/query/runs', access: READERS },
   queryProvenance: { method: 'GET', url: '/v1/query/provenance', access: READERS },
   queryCompensations: { method: 'GET', url: '/v1/query/compensations', access: READERS },
+  statusStates: { method: 'GET', url: '/v1/status/states', access: READERS },
+  statusOperations: { method: 'GET', url: '/v1/status/operations', access: READERS },
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteId = keyof typeof ROUTES;

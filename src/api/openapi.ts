@@ -46,6 +46,7 @@ export function swaggerOptions(
         { name: 'audit', description: 'history and verification' },
         { name: 'queries', description: 'the RFC-012 §9.1 access patterns' },
         { name: 'principals', description: 'the caller' },
+        { name: 'status', description: 'read-only counts and operations figures' },
         { name: 'operations', description: 'health, readiness, metrics, this document' },
       ],
     },

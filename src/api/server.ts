@@ -28,7 +28,9 @@ import { artifactRoutes } from './routes/artifacts.ts';
 import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { queryRoutes } from './routes/queries.ts';
+import { statusRoutes } from './routes/status.ts';
 import { SHARED_SCHEMAS } from './schemas.ts';
+import { defaultWebRoot, registerWebApp } from './web.ts';
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 1024 * 1024 * 1024;
 export const DEFAULT_JSON_BODY_LIMIT = 1024 * 1024;
@@ -47,6 +49,8 @@ export interface ServerOptions {
   metricsCollectors?: MetricsCollector[];
   /** Node process metrics on /metrics (default true). */
   processMetrics?: boolean;
+  /** The built web UI served at `/` (default dist/web; false: none). */
+  webRoot?: string | false;
 }
 
 export interface AlpServer {
@@ -175,7 +179,7 @@ export async function buildServer(base: ServiceContext, options: ServerOptions =
     openapi: () => (openapiDoc ??= app.swagger() as unknown as Record<string, unknown>),
     html: () => (docsHtml ??= renderDocsPage(docs.openapi())),
   };
-  const defs = [...opsRoutes(api, docs), ...artifactRoutes(api), ...lifecycleRoutes(api), ...queryRoutes(api)];
+  const defs = [...opsRoutes(api, docs), ...artifactRoutes(api), ...lifecycleRoutes(api), ...queryRoutes(api), ...statusRoutes(api)];
   const add = (instance: FastifyInstance, def: AnyRouteDef) => {
     const spec = ROUTES[def.id];
     rawRoutes.set(`${spec.method} ${spec.url}`, { upload: def.upload === true, download: def.download === true });
@@ -201,6 +205,7 @@ export async function buildServer(base: ServiceContext, options: ServerOptions =
     child.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
     for (const def of defs) if (def.upload) add(child, def);
   });
+  if (options.webRoot !== false) registerWebApp(app, options.webRoot ?? defaultWebRoot());
   await app.ready();
 
   let shutdownPromise: Promise<void> | undefined;
@@ -255,6 +260,8 @@ function typeboxValidator(schema: TSchema, httpPart: string) {
 
 interface RouteConfig {
   routeId?: string;
+  /** The metrics label of a route outside the table (the web UI's files). */
+  metricsRoute?: string;
   upload?: boolean;
   download?: boolean;
 }
@@ -265,7 +272,7 @@ function observe(request: FastifyRequest, reply: FastifyReply, metrics: ApiMetri
   const res = reply.raw;
   res.once('close', () => {
     const id = request.routeOptions.config?.routeId;
-    const route = id ? ROUTES[id].url : 'unmatched';
+    const route = id ? ROUTES[id].url : ((request.routeOptions.config as RouteConfig | undefined)?.metricsRoute ?? 'unmatched');
     const finished = res.writableFinished;
     const status = finished ? String(res.statusCode) : 'aborted';
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;

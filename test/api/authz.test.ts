@@ -104,6 +104,8 @@ describe('HTTP API: authorization matrix (every route × every principal kind)',
     queryRuns: async () => ({ path: '/v1/query/runs?date=2026-03-01' }),
     queryProvenance: async () => ({ path: '/v1/query/provenance?date=2026-03-01' }),
     queryCompensations: async () => ({ path: '/v1/query/compensations?state=DRAFT' }),
+    statusStates: async () => ({ path: '/v1/status/states' }),
+    statusOperations: async () => ({ path: '/v1/status/operations' }),
   };
 
   it('has a fixture for every route of the table', () => {

@@ -1,0 +1,116 @@
+/**
+ * Read-only status for dashboards and the web UI: how many versions are in each state, and the
+ * operations figures (the telemetry outbox counters, retention's observations and recent runs, this
+ * server's integrity failures and transitions). Nothing here changes anything: retention and the
+ * telemetry claim stay CLI-only.
+ */
+import { Type } from '@sinclair/typebox';
+import { listArtifacts } from '../../lifecycle/artifacts.ts';
+import { VERSION_STATES, type VersionState } from '../../lifecycle/state-machine.ts';
+import { retentionStatus } from '../../retention/report.ts';
+import { telemetryCounters } from '../../telemetry/metrics.ts';
+import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
+
+/** Versions counted per state at most (pages of 1000); past it the count says `exact: false`. */
+export const MAX_COUNTED_PER_STATE = 100_000;
+
+const open = { additionalProperties: true } as const;
+const Count = Type.Integer({ minimum: 0 });
+export const StateCounts = Type.Object(
+  {
+    states: Type.Record(Type.String(), Count, { description: 'versions per state' }),
+    total: Count,
+    exact: Type.Boolean({ description: 'false when a state holds more versions than are counted' }),
+    at: Type.String(),
+  },
+  open,
+);
+export const OperationsStatus = Type.Object(
+  {
+    at: Type.String(),
+    since: Type.String({ description: 'when this server process started (its own counters start there)' }),
+    telemetry: Type.Union([Type.Object({}, open), Type.Null()], {
+      description: 'the outbox counters and limits; null before its first use',
+    }),
+    retention: Type.Object(
+      {
+        observations: Type.Record(Type.String(), Type.Object({ count: Count, bytes: Count }, open)),
+        recent_runs: Type.Array(Type.Object({}, open)),
+      },
+      open,
+    ),
+    integrity_failures: Type.Object({ total: Count, by_operation: Type.Record(Type.String(), Count) }, open),
+    transitions: Type.Object({ total: Count, by_state: Type.Record(Type.String(), Count) }, open),
+    uploads_in_flight: Count,
+  },
+  open,
+);
+
+async function countState(api: Api, state: VersionState): Promise<{ count: number; exact: boolean }> {
+  let count = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await listArtifacts(api.ctx, { state, limit: 1000, cursor });
+    count += page.items.length;
+    cursor = page.cursor;
+  } while (cursor && count < MAX_COUNTED_PER_STATE);
+  return { count, exact: cursor === undefined };
+}
+
+async function counterValues(metric: { get(): Promise<{ values: Array<{ value: number; labels: object }> }> }, label: string) {
+  const out: Record<string, number> = {};
+  for (const v of (await metric.get()).values) {
+    const key = String((v.labels as Record<string, unknown>)[label] ?? '');
+    out[key] = (out[key] ?? 0) + v.value;
+  }
+  return out;
+}
+
+export function statusRoutes(api: Api): AnyRouteDef[] {
+  const started = api.ctx.clock.now().toISOString();
+  return [
+    defineRoute({
+      id: 'statusStates',
+      summary: 'How many versions are in each state (read-only)',
+      description: `Counted from the state index (eventually consistent on DynamoDB), at most ${MAX_COUNTED_PER_STATE} per state; \`exact\` is false when a state has more.`,
+      tags: ['status'],
+      schema: { response: { 200: StateCounts } },
+      handler: async () => {
+        const states: Record<string, number> = {};
+        let exact = true;
+        for (const state of VERSION_STATES) {
+          const c = await countState(api, state);
+          states[state] = c.count;
+          exact &&= c.exact;
+        }
+        const total = Object.values(states).reduce((a, b) => a + b, 0);
+        return { states, total, exact, at: api.ctx.clock.now().toISOString() };
+      },
+    }),
+    defineRoute({
+      id: 'statusOperations',
+      summary: 'Operations status (read-only): telemetry outbox counters, retention observations and runs, integrity failures',
+      description:
+        'The telemetry counters and retention figures are persisted (the whole installation); integrity failures, transitions and uploads in flight are this server process’s since `since`. No maintenance action is reachable over HTTP.',
+      tags: ['status'],
+      schema: { response: { 200: OperationsStatus } },
+      handler: async () => {
+        const telemetry = await telemetryCounters(api.ctx.items);
+        const retention = await retentionStatus(api.ctx);
+        const runs = (retention.recent_runs as Array<Record<string, unknown>>).map(({ restore: _r, ...run }) => run);
+        const integrity = await counterValues(api.metrics.integrityFailures, 'operation');
+        const transitions = await counterValues(api.metrics.transitions, 'to');
+        const inFlight = (await api.metrics.uploadsInFlight.get()).values[0]?.value ?? 0;
+        return {
+          at: api.ctx.clock.now().toISOString(),
+          since: started,
+          telemetry: telemetry ?? null,
+          retention: { observations: retention.observations, recent_runs: runs },
+          integrity_failures: { total: Object.values(integrity).reduce((a, b) => a + b, 0), by_operation: integrity },
+          transitions: { total: Object.values(transitions).reduce((a, b) => a + b, 0), by_state: transitions },
+          uploads_in_flight: inFlight,
+        };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,295 @@
+/**
+ * The only way the UI talks to the server: the public /v1 API with the signed-in token as
+ * `Authorization: Bearer`. The token lives in this tab's sessionStorage only: never in a URL, a
+ * cookie, localStorage or a log line. Errors are the API's problem+json documents, shown by their
+ * `title` and `code`.
+ */
+
+export type PrincipalKind = 'human' | 'agent' | 'service';
+export interface Principal {
+  id: string;
+  kind: PrincipalKind;
+}
+
+export interface Problem {
+  status: number;
+  title: string;
+  code: string;
+  detail?: string | undefined;
+  request_id?: string | undefined;
+}
+
+export class ApiError extends Error {
+  readonly problem: Problem;
+  constructor(problem: Problem) {
+    super(`${problem.title} (${problem.code})`);
+    this.problem = problem;
+  }
+}
+
+const TOKEN_KEY = 'alp.token';
+const PRINCIPAL_KEY = 'alp.principal';
+const listeners = new Set<() => void>();
+
+export const session = {
+  token(): string | null {
+    return sessionStorage.getItem(TOKEN_KEY);
+  },
+  principal(): Principal | null {
+    const raw = sessionStorage.getItem(PRINCIPAL_KEY);
+    if (!raw || !sessionStorage.getItem(TOKEN_KEY)) return null;
+    try {
+      return JSON.parse(raw) as Principal;
+    } catch {
+      return null;
+    }
+  },
+  signIn(token: string, principal: Principal): void {
+    sessionStorage.setItem(TOKEN_KEY, token);
+    sessionStorage.setItem(PRINCIPAL_KEY, JSON.stringify(principal));
+    for (const l of listeners) l();
+  },
+  signOut(): void {
+    sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(PRINCIPAL_KEY);
+    for (const l of listeners) l();
+  },
+  subscribe(listener: () => void): () => void {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  },
+};
+
+async function problemOf(res: Response): Promise<Problem> {
+  const type = res.headers.get('content-type') ?? '';
+  if (type.includes('json')) {
+    try {
+      const doc = (await res.json()) as Partial<Problem>;
+      return {
+        status: res.status,
+        title: typeof doc.title === 'string' ? doc.title : res.statusText || 'Request failed',
+        code: typeof doc.code === 'string' ? doc.code : `HTTP_${res.status}`,
+        detail: typeof doc.detail === 'string' ? doc.detail : undefined,
+        request_id: typeof doc.request_id === 'string' ? doc.request_id : undefined,
+      };
+    } catch {
+      // not JSON after all
+    }
+  }
+  return { status: res.status, title: res.statusText || 'Request failed', code: `HTTP_${res.status}` };
+}
+
+export interface RequestOptions {
+  method?: string;
+  json?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal | undefined;
+  /** Use this token instead of the session's (the sign-in check). */
+  token?: string;
+}
+
+async function send(path: string, opts: RequestOptions): Promise<Response> {
+  if (!path.startsWith('/v1/')) throw new Error('the UI only calls the /v1 API');
+  const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
+  const token = opts.token ?? session.token();
+  if (token) headers.authorization = `Bearer ${token}`;
+  const init: RequestInit = { method: opts.method ?? 'GET', headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
+  if (opts.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(opts.json);
+  }
+  if (opts.signal) init.signal = opts.signal;
+  let res: Response;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    if ((e as Error).name === 'AbortError') throw e;
+    throw new ApiError({ status: 0, title: 'The server did not answer', code: 'NETWORK', detail: (e as Error).message });
+  }
+  if (!res.ok && res.status !== 206 && res.status !== 304) {
+    const problem = await problemOf(res);
+    // A token that no longer works: back to the sign-in page (the caller still gets the error).
+    if (res.status === 401 && opts.token === undefined) session.signOut();
+    throw new ApiError(problem);
+  }
+  return res;
+}
+
+export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+  const res = await send(path, opts);
+  return (await res.json()) as T;
+}
+
+export interface Chunk {
+  bytes: Uint8Array;
+  start: number;
+  /** Exclusive end. */
+  end: number;
+  total: number;
+}
+
+/** Bytes [start, end) of a verified download (content or execution output), by one Range request. */
+export async function fetchRange(path: string, start: number, end: number, signal?: AbortSignal): Promise<Chunk> {
+  const res = await send(path, { headers: { accept: '*/*', range: `bytes=${start}-${end - 1}` }, signal });
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  if (res.status === 206) {
+    const m = /bytes (\d+)-(\d+)\/(\d+)/.exec(res.headers.get('content-range') ?? '');
+    if (m) return { bytes, start: Number(m[1]), end: Number(m[2]) + 1, total: Number(m[3]) };
+  }
+  return { bytes, start: 0, end: bytes.length, total: bytes.length };
+}
+
+export async function fetchAll(path: string, signal?: AbortSignal): Promise<Uint8Array> {
+  const res = await send(path, { headers: { accept: '*/*' }, signal });
+  return new Uint8Array(await res.arrayBuffer());
+}
+
+// ---- response shapes (the fields the UI reads)
+
+export interface Version {
+  artifact_id: string;
+  version: number;
+  name: string;
+  kind: string;
+  state: string;
+  filename: string;
+  content_hash: string;
+  size: number;
+  created_at: string;
+  created_by: Principal;
+  state_changed_at?: string;
+  archive_key?: string;
+  content_key?: string;
+}
+
+export interface ArchivedObject {
+  original_key: string;
+  archive_key: string;
+  digest: string;
+  size: number;
+}
+
+export interface Artifact {
+  artifact_id: string;
+  name: string;
+  kind: string;
+  labels: Record<string, string>;
+  quorum: number;
+  latest_version: number;
+  created_at: string;
+  created_by: Principal;
+  audit_seq: number;
+  audit_head_hash: string | null;
+  compensates?: { artifact_id: string; version: number };
+  archived?: { at?: string; objects?: ArchivedObject[] };
+}
+
+export interface ArtifactWithVersions extends Artifact {
+  versions: Version[];
+}
+
+export interface Page<T> {
+  items: T[];
+  cursor?: string;
+}
+
+export interface HistoryEntry {
+  type: string;
+  seq: number;
+  timestamp: string;
+  hash?: string;
+  [k: string]: unknown;
+}
+
+export interface Approval {
+  seq: number;
+  timestamp: string;
+  version: number;
+  decision: 'APPROVE' | 'REJECT';
+  actor: Principal;
+  evidence_ref: string;
+  content_hash: string;
+  expires_at: string;
+  round: number;
+  counted: boolean;
+  not_counted_reason?: string;
+  comment?: string;
+}
+
+export interface OutputRecord {
+  key: string;
+  digest: string;
+  size: number;
+}
+
+export interface Execution {
+  run_id: string;
+  artifact_id: string;
+  version: number;
+  status: string;
+  started_at?: string;
+  started_by: Principal;
+  content_hash: string;
+  outputs: Record<string, OutputRecord>;
+  exit_code?: number;
+  finished_at?: string;
+  uploads_in_progress?: string[];
+}
+
+export interface ProvenanceStep {
+  step: number;
+  action: string;
+  actor?: string;
+  recorded_by?: Principal;
+  inputs: string[];
+  outputs: string[];
+  tool?: string;
+  model?: string;
+  note?: string;
+  timestamp?: string;
+  hash?: string;
+}
+
+export interface StateCounts {
+  states: Record<string, number>;
+  total: number;
+  exact: boolean;
+  at: string;
+}
+
+export interface OperationsStatus {
+  at: string;
+  since: string;
+  telemetry: {
+    accepted: number;
+    delivered: number;
+    dropped: number;
+    exhausted: number;
+    live_records: number;
+    live_bytes: number;
+    limits: { maxRecords: number; maxBytes: number; maxAttempts: number };
+  } | null;
+  retention: {
+    observations: Record<string, { count: number; bytes: number }>;
+    recent_runs: Array<Record<string, unknown>>;
+  };
+  integrity_failures: { total: number; by_operation: Record<string, number> };
+  transitions: { total: number; by_state: Record<string, number> };
+  uploads_in_flight: number;
+}
+
+export const STATES = [
+  'DRAFT',
+  'PROPOSED',
+  'APPROVED',
+  'REJECTED',
+  'SUPERSEDED',
+  'EXECUTING',
+  'EXECUTED',
+  'FAILED',
+  'COMPENSATING',
+  'COMPENSATED',
+  'ARCHIVED',
+] as const;
+
+export const enc = encodeURIComponent;

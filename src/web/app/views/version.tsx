@@ -1,0 +1,261 @@
+/**
+ * One version: its facts, the approval flow for humans (the exact digest being approved is shown and
+ * sent as `content_hash`), the decisions already given on it, and its verified content.
+ */
+import { useState } from 'preact/hooks';
+import { ApiError, type Approval, type ArtifactWithVersions, api, type Principal, type Version } from '../api.ts';
+import { Digest, ErrorBox, type Fact, Facts, Loading, StateBadge, Time, useApi, Who } from '../components.tsx';
+import { formatBytes, formatTime, shortDigest } from '../lib/format.ts';
+import { Link } from '../router.tsx';
+import { ByteViewer } from './viewer.tsx';
+
+export function VersionView({
+  art,
+  version,
+  principal,
+  onChanged,
+}: {
+  art: ArtifactWithVersions;
+  version: number;
+  principal: Principal;
+  onChanged: () => void;
+}) {
+  const v = art.versions.find((x) => x.version === version);
+  const [done, setDone] = useState<string | undefined>(undefined);
+  const approvals = useApi<{ approvals: Approval[] }>(`/v1/artifacts/${art.artifact_id}/approvals`);
+  if (!v) {
+    return (
+      <ErrorBox
+        error={new ApiError({ status: 404, title: 'Not found', code: 'NOT_FOUND', detail: `${art.name} has no version ${version}` })}
+      />
+    );
+  }
+  const mine = (approvals.data?.approvals ?? []).filter((a) => a.version === v.version);
+  const prev = art.versions.filter((x) => x.version < v.version).sort((a, b) => b.version - a.version)[0];
+  return (
+    <>
+      <section aria-labelledby="version-h">
+        <h2 id="version-h">
+          Version {v.version} <StateBadge state={v.state} />
+        </h2>
+        <Facts
+          items={[
+            ['State', <span data-testid="version-state">{v.state}</span>],
+            ['File', v.filename],
+            ['Size', `${formatBytes(v.size)} (${v.size.toLocaleString('en-US')} bytes)`],
+            ['Digest', <Digest value={v.content_hash} full />, true],
+            [
+              'Created',
+              <span>
+                <Time iso={v.created_at} /> by <Who p={v.created_by} />
+              </span>,
+            ],
+            ['State since', <Time iso={v.state_changed_at ?? v.created_at} />],
+            ...(v.archive_key ? ([['Archive key', <code class="key">{v.archive_key}</code>, true]] as Fact[]) : []),
+          ]}
+        />
+        <p class="links">
+          {prev ? (
+            <Link href={`/artifacts/${art.artifact_id}/diff?a=${prev.version}&b=${v.version}`}>Compare with v{prev.version}</Link>
+          ) : null}
+          {v.state === 'PROPOSED' && principal.kind === 'human' ? <a href="#decide-h">Go to the review decision</a> : null}
+        </p>
+      </section>
+      <section aria-labelledby="content-h">
+        <h2 id="content-h">Content</h2>
+        <ByteViewer
+          key={`${art.artifact_id}/${v.version}`}
+          path={`/v1/artifacts/${art.artifact_id}/versions/${v.version}/content`}
+          size={v.size}
+          digest={v.content_hash}
+          label={`${v.filename} (v${v.version})`}
+          json={v.filename.endsWith('.json')}
+        />
+      </section>
+      {v.state === 'PROPOSED' ? (
+        <DecisionPanel
+          art={art}
+          v={v}
+          principal={principal}
+          counted={countedNow(mine, v)}
+          onDecided={(message) => {
+            setDone(message);
+            approvals.reload();
+            onChanged();
+          }}
+        />
+      ) : null}
+      {done ? (
+        <p class="ok panel" role="status" data-testid="decision-done">
+          {done} <span class="muted small">({formatTime(new Date().toISOString())})</span>
+        </p>
+      ) : null}
+      <section aria-labelledby="decisions-h">
+        <h2 id="decisions-h">Decisions on this version</h2>
+        <ErrorBox error={approvals.error} />
+        {!approvals.data && !approvals.error ? <Loading /> : null}
+        {approvals.data && mine.length === 0 ? <p class="empty">No approval or rejection yet.</p> : null}
+        {mine.length > 0 ? (
+          <ul class="decisions">
+            {mine.map((a) => (
+              <li key={a.seq}>
+                <span class={`decision decision-${a.decision.toLowerCase()}`}>{a.decision === 'APPROVE' ? 'Approved' : 'Rejected'}</span> by{' '}
+                <Who p={a.actor} /> <Time iso={a.timestamp} /> — evidence <code>{a.evidence_ref}</code>, bound to{' '}
+                <Digest value={a.content_hash} />
+                {a.decision === 'APPROVE'
+                  ? a.counted
+                    ? ', counted'
+                    : `, not counted: ${a.not_counted_reason ?? 'no reason recorded'}`
+                  : ''}
+              </li>
+            ))}
+          </ul>
+        ) : null}
+      </section>
+    </>
+  );
+}
+
+function countedNow(approvals: Approval[], v: Version): number {
+  const now = Date.now();
+  const who = new Set<string>();
+  for (const a of approvals) {
+    if (a.decision === 'APPROVE' && a.counted && a.content_hash === v.content_hash && Date.parse(a.expires_at) > now) who.add(a.actor.id);
+  }
+  return who.size;
+}
+
+const EXPIRIES: Array<[string, string]> = [
+  ['1d', '1 day'],
+  ['7d', '7 days'],
+  ['30d', '30 days'],
+  ['90d', '90 days'],
+];
+
+function DecisionPanel({
+  art,
+  v,
+  principal,
+  counted,
+  onDecided,
+}: {
+  art: ArtifactWithVersions;
+  v: Version;
+  principal: Principal;
+  counted: number;
+  onDecided: (message: string) => void;
+}) {
+  const [evidence, setEvidence] = useState('');
+  const [expires, setExpires] = useState('7d');
+  const [comment, setComment] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+
+  if (principal.kind !== 'human') {
+    return (
+      <section aria-labelledby="decide-h" class="panel decide" data-testid="decision-panel">
+        <h2 id="decide-h">Review decision</h2>
+        <p data-testid="not-human">
+          Only <strong>human</strong> principals can approve or reject a version. You are signed in as <Who p={principal} />, so no decision
+          can be made here; a human has to review this version.
+        </p>
+      </section>
+    );
+  }
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const submitter = (e as SubmitEvent).submitter as HTMLButtonElement | null;
+    const decision = submitter?.value === 'REJECT' ? 'REJECT' : 'APPROVE';
+    setBusy(true);
+    setError(undefined);
+    try {
+      const body: Record<string, string> = {
+        decision,
+        evidence_ref: evidence.trim(),
+        expires_in: expires,
+        content_hash: v.content_hash,
+      };
+      if (comment.trim()) body.comment = comment.trim();
+      const r = await api<{ approval: Approval; version: Version }>(`/v1/artifacts/${art.artifact_id}/versions/${v.version}/approvals`, {
+        method: 'POST',
+        json: body,
+      });
+      const a = r.approval;
+      setEvidence('');
+      setComment('');
+      onDecided(
+        `${a.decision === 'APPROVE' ? 'Approval' : 'Rejection'} recorded for ${shortDigest(a.content_hash)}` +
+          `${a.decision === 'APPROVE' ? (a.counted ? ' (counted)' : ` (not counted: ${a.not_counted_reason ?? ''})`) : ''}. ` +
+          `Version ${r.version.version} is now ${r.version.state}.`,
+      );
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section aria-labelledby="decide-h" class="panel decide" data-testid="decision-panel">
+      <h2 id="decide-h">Review decision</h2>
+      <p>
+        You are deciding on exactly this content of {art.name} v{v.version}:
+      </p>
+      <p class="approve-digest">
+        <code class="digest digest-full" data-testid="approve-digest">
+          {v.content_hash}
+        </code>
+      </p>
+      <p class="muted">
+        {v.filename}, {formatBytes(v.size)}. The decision is bound to this digest: if the content were different, the approval would not
+        count. Quorum: {counted} of {art.quorum} human approval{art.quorum === 1 ? '' : 's'} counted so far.
+      </p>
+      <form onSubmit={submit} class="decide-form">
+        <div class="field">
+          <label for="evidence">Evidence reference</label>
+          <input
+            id="evidence"
+            required
+            maxLength={2000}
+            value={evidence}
+            aria-describedby="evidence-help"
+            onInput={(e) => setEvidence((e.target as HTMLInputElement).value)}
+          />
+          <p id="evidence-help" class="help">
+            A ticket, review or test run that supports the decision (required).
+          </p>
+        </div>
+        <div class="field">
+          <label for="expires">Approval expires after</label>
+          <select id="expires" value={expires} onChange={(e) => setExpires((e.target as HTMLSelectElement).value)}>
+            {EXPIRIES.map(([value, text]) => (
+              <option key={value} value={value}>
+                {text}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="comment">Comment (optional)</label>
+          <textarea
+            id="comment"
+            rows={2}
+            maxLength={4000}
+            value={comment}
+            onInput={(e) => setComment((e.target as HTMLTextAreaElement).value)}
+          />
+        </div>
+        <div class="actions">
+          <button type="submit" name="decision" value="APPROVE" class="primary" disabled={busy}>
+            Approve {shortDigest(v.content_hash, 8)}
+          </button>
+          <button type="submit" name="decision" value="REJECT" class="danger" disabled={busy}>
+            Reject
+          </button>
+        </div>
+      </form>
+      <ErrorBox error={error} what="Decision refused" />
+    </section>
+  );
+}
