@@ -16,7 +16,7 @@ import { type Seeded, seed } from './seed.ts';
 
 // Browser globals, used only inside page.evaluate callbacks (these files compile without the DOM library).
 declare const window: Record<string, unknown>;
-declare const document: { cookie: string; documentElement: { scrollWidth: number; clientWidth: number } };
+declare const document: { cookie: string; activeElement: unknown; documentElement: { scrollWidth: number; clientWidth: number } };
 declare const sessionStorage: { getItem(key: string): string | null; length: number };
 declare const localStorage: { length: number };
 
@@ -352,6 +352,59 @@ describe('web UI end to end (Chromium)', { timeout: 300_000 }, () => {
     const files = fs.readdirSync(SCREENSHOTS).filter((f) => f.endsWith('.png'));
     assert.ok(files.length >= (views.length + 1) * WIDTHS.length, files.join(', '));
     if (report.length) console.log(`axe (moderate/minor, not failing):\n${report.join('\n')}`);
+  });
+
+  it('works with the keyboard alone: skip link, sign-in, finding a proposal, approving it', async () => {
+    const { context, page } = await newPage();
+    try {
+      const focused = () =>
+        page.evaluate(() => {
+          const el = document.activeElement as unknown as { tagName: string; textContent: string | null; id: string } | null;
+          return el ? { tag: el.tagName, text: (el.textContent ?? '').trim(), id: el.id } : null;
+        });
+      const tabTo = async (want: (f: { tag: string; text: string; id: string }) => boolean, what: string) => {
+        for (let i = 0; i < 80; i++) {
+          await page.keyboard.press('Tab');
+          const f = await focused();
+          if (f && want(f)) return;
+        }
+        assert.fail(`Tab never reached ${what}`);
+      };
+      const outlined = () =>
+        page.evaluate(() => {
+          const el = document.activeElement as unknown as object;
+          const style = (
+            globalThis as unknown as { getComputedStyle(e: object): { outlineStyle: string; outlineWidth: string } }
+          ).getComputedStyle(el);
+          return style.outlineStyle !== 'none' && style.outlineWidth !== '0px';
+        });
+      await page.goto(`${alp.url}/`);
+      await page.getByLabel('Access token').waitFor();
+      await page.keyboard.press('Tab');
+      assert.equal((await focused())?.text, 'Skip to content');
+      assert.ok(await outlined(), 'the focused link shows where the focus is');
+      await page.keyboard.press('Enter');
+      assert.equal((await focused())?.id, 'main');
+      await tabTo((f) => f.id === 'token', 'the token field');
+      await page.keyboard.type(alp.human.token);
+      await page.keyboard.press('Enter');
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+      await page.getByRole('heading', { level: 1, name: 'Proposed versions' }).waitFor();
+      assert.equal((await focused())?.tag, 'H1', 'a new page takes the focus to its heading');
+      await tabTo((f) => f.tag === 'A' && f.text === 'rollout-flags', 'the proposal');
+      assert.ok(await outlined());
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { level: 1, name: /rollout-flags/ }).waitFor();
+      await tabTo((f) => f.id === 'evidence', 'the evidence field');
+      await page.keyboard.type('KB-1');
+      await tabTo((f) => f.tag === 'BUTTON' && f.text.startsWith('Approve sha256:'), 'the Approve button');
+      assert.ok(await outlined());
+      await page.keyboard.press('Enter');
+      await page.getByTestId('decision-done').waitFor();
+      assert.match(await text(page.getByTestId('decision-done')), /Version 1 is now APPROVED/);
+    } finally {
+      await context.close();
+    }
   });
 
   it('keeps the token out of URLs, cookies, localStorage and the server log; no page error', async () => {

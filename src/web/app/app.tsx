@@ -6,7 +6,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { type Principal, session } from './api.ts';
 import { PageTitle, Who } from './components.tsx';
-import { Link, match, navigate, useLocation } from './router.tsx';
+import { Link, match, navigate, notePageChange, useLocation } from './router.tsx';
 import { ArtifactPage, type ArtifactTab } from './views/artifact.tsx';
 import { ArtifactsList } from './views/artifacts.tsx';
 import { Operations } from './views/operations.tsx';
@@ -18,7 +18,14 @@ const TABS: ArtifactTab[] = ['history', 'approvals', 'executions', 'provenance',
 export function App() {
   const loc = useLocation();
   const [principal, setPrincipal] = useState<Principal | null>(session.principal());
-  useEffect(() => session.subscribe(() => setPrincipal(session.principal())), []);
+  useEffect(
+    () =>
+      session.subscribe(() => {
+        notePageChange();
+        setPrincipal(session.principal());
+      }),
+    [],
+  );
 
   if (!principal) {
     return (

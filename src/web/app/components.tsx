@@ -3,6 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, type Principal, type Problem } from './api.ts';
 import { formatTime, shortDigest } from './lib/format.ts';
+import { pageMoved } from './router.tsx';
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -101,7 +102,7 @@ export function PageTitle({ title, children }: { title: string; children?: Compo
     document.title = `${title} · ALP`;
   }, [title]);
   useEffect(() => {
-    ref.current?.focus({ preventScroll: true });
+    if (pageMoved()) ref.current?.focus({ preventScroll: true });
   }, []);
   return (
     <h1 ref={ref} tabIndex={-1}>

@@ -8,6 +8,16 @@ import { useEffect, useState } from 'preact/hooks';
 
 const EVENT = 'alp:navigate';
 
+/**
+ * Whether the page changed since it loaded: a new view then takes the focus to its heading. On the
+ * first load the focus stays where the browser puts it (the top, with the skip link first).
+ */
+let moved = false;
+export const pageMoved = () => moved;
+export function notePageChange(): void {
+  moved = true;
+}
+
 export interface Location {
   path: string;
   query: URLSearchParams;
@@ -18,6 +28,7 @@ function current(): Location {
 }
 
 export function navigate(to: string, opts: { replace?: boolean } = {}): void {
+  moved = true;
   if (opts.replace) history.replaceState(null, '', to);
   else history.pushState(null, '', to);
   window.scrollTo(0, 0);
@@ -27,7 +38,10 @@ export function navigate(to: string, opts: { replace?: boolean } = {}): void {
 export function useLocation(): Location {
   const [loc, setLoc] = useState(current);
   useEffect(() => {
-    const update = () => setLoc(current());
+    const update = () => {
+      moved = true;
+      setLoc(current());
+    };
     window.addEventListener('popstate', update);
     window.addEventListener(EVENT, update);
     return () => {

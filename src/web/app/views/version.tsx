@@ -49,6 +49,7 @@ export function VersionView({
               <span>
                 <Time iso={v.created_at} /> by <Who p={v.created_by} />
               </span>,
+              true,
             ],
             ['State since', <Time iso={v.state_changed_at ?? v.created_at} />],
             ...(v.archive_key ? ([['Archive key', <code class="key">{v.archive_key}</code>, true]] as Fact[]) : []),
