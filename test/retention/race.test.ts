@@ -17,10 +17,13 @@ describe('retention racing publishers (the GC races on record: distribution#3045
   it('an upload whose object retention quarantined while it was in flight cannot commit', async () => {
     const i = await embedded.open();
     const r = await i.verifiedRestore();
-    const realPut = i.ctx.content.put.bind(i.ctx.content);
+    // Creation stages the content, then publishes it with its metadata snapshot: the collector runs
+    // after the content is written and before the commit.
+    const realPublish = i.ctx.content.publish.bind(i.ctx.content);
     let raced = false;
-    i.ctx.content.put = async (key, body, opts) => {
-      const result = await realPut(key, body, opts);
+    i.ctx.content.publish = async (staged) => {
+      await realPublish(staged);
+      const key = staged[0]?.key ?? '';
       if (!raced && /^artifacts\/[^/]+\/v1\/slow\.bin$/.test(key)) {
         raced = true;
         // The collector runs while the upload is written but not committed, with time racing ahead.
@@ -30,10 +33,9 @@ describe('retention racing publishers (the GC races on record: distribution#3045
         const q = await retention.run(await epochOf(i.ctx), 'QUARANTINE', host(i.ctx, { restore: r }));
         assert.ok(q.quarantined.includes(key));
       }
-      return result;
     };
     await assert.rejects(createArtifact(i.ctx, agent, { name: 'slow', filename: 'slow.bin', body: bytesOf('in flight') }), Conflict);
-    i.ctx.content.put = realPut;
+    i.ctx.content.publish = realPublish;
     assert.deepEqual((await verifyObjects(i.ctx, await collectRefs(i.ctx))).findings, []);
     await i.close();
   });
