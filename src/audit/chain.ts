@@ -15,6 +15,7 @@ import type { AuditEvent, ServiceContext } from '../lifecycle/context.ts';
 import type { HeadItem } from '../lifecycle/model.ts';
 import { publishChecks } from '../retention/guard.ts';
 import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp, type UpdateSpec } from '../store/item-store.ts';
+import { applyUpdate } from '../store/semantics.ts';
 
 export const AUDIT_TYPES = [
   'transition',
@@ -100,6 +101,29 @@ const MAX_HEAD_RETRIES = 10;
 export const AUDIT_RESERVED_OPS = 3;
 
 export const fenceKey = { PK: SYS_PK, SK: FENCE_SK };
+
+/**
+ * The result of a change that committed: read fresh when the store answers, else the state the commit
+ * wrote. A committed change is never reported as failed because reading it back failed (a caller
+ * would retry a change that already happened).
+ */
+export async function readBackOr<T>(read: () => Promise<T>, committed: () => T): Promise<T> {
+  try {
+    return await read();
+  } catch {
+    return committed();
+  }
+}
+
+/** The state `current` has after a commit's operations on it (puts replace it, updates apply). */
+export function afterOps<T extends Item>(current: T, ops: readonly TransactOp[]): T {
+  let out: Item = current;
+  for (const op of ops) {
+    if (op.op === 'put' && op.item.PK === current.PK && op.item.SK === current.SK) out = op.item;
+    if (op.op === 'update' && op.key.PK === current.PK && op.key.SK === current.SK) out = applyUpdate(op.key, out, op.update);
+  }
+  return out as T;
+}
 
 /** The condition every publisher's transaction checks: no maintenance fence is held. */
 export function fenceCheck(): TransactOp {

@@ -217,12 +217,33 @@ export function isAlpError(e: unknown): e is AlpError {
   return e instanceof AlpError;
 }
 
-/** Anything that is not an AlpError is an internal failure; its message is kept, its stack is not shown. */
+const STORAGE_FAILURES: Record<string, string> = {
+  ENOSPC: 'no space left on device',
+  EIO: 'input/output error',
+  EDQUOT: 'disk quota exceeded',
+  EROFS: 'read-only file system',
+  SQLITE_FULL: 'the database or disk is full',
+  SQLITE_IOERR: 'the database hit an input/output error',
+};
+const LOST_CONNECTION = new Set(['ETIMEDOUT', 'ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+/**
+ * Anything that is not an AlpError is an internal failure; its message is kept, its stack is not shown.
+ * Storage failures say which (disk full, I/O error), and a timeout or a lost connection says that the
+ * operation may have taken effect, so that nobody retries a change blindly.
+ */
 export function toAlpError(e: unknown): AlpError {
   if (e instanceof AlpError) return e;
-  const err = e as NodeJS.ErrnoException | undefined;
-  if (err && (err.code === 'ENOSPC' || err.code === 'EIO' || err.code === 'EDQUOT')) {
-    return new InternalError(`storage failure: ${err.code}`, { cause: e });
+  const err = e as (NodeJS.ErrnoException & { name?: string }) | undefined;
+  const code = typeof err?.code === 'string' ? err.code : undefined;
+  const family = code === undefined ? undefined : Object.keys(STORAGE_FAILURES).find((k) => code === k || code.startsWith(`${k}_`));
+  const storage = family === undefined ? undefined : STORAGE_FAILURES[family];
+  if (code && storage) return new InternalError(`storage failure: ${code} (${storage})`, { cause: e });
+  if ((code && LOST_CONNECTION.has(code)) || err?.name === 'TimeoutError') {
+    return new InternalError(
+      `storage ${code === 'ETIMEDOUT' || err?.name === 'TimeoutError' ? 'timeout' : 'connection lost'} (${code ?? err?.name}): the operation may or may not have taken effect; check before retrying`,
+      { cause: e },
+    );
   }
   const message = e instanceof Error ? e.message : String(e);
   return new InternalError(message, { cause: e });

@@ -29,7 +29,8 @@ export const executionSk = (runId: string) => `EXEC#${runId}`;
 export const runGsiPk = (date: string) => `RUN#${date}`;
 export const provenanceSk = (step: number) => `PROV#${pad(step, STEP_DIGITS)}`;
 export const provenanceGsiPk = (date: string) => `PROV#${date}`;
-export const compensationSk = (compArtifactId: string) => `COMP#${compArtifactId}`;
+export const COMPENSATION_SK_PREFIX = 'COMP#';
+export const compensationSk = (compArtifactId: string) => `${COMPENSATION_SK_PREFIX}${compArtifactId}`;
 export const compStateGsiPk = (state: string) => `COMP_STATE#${state}`;
 export const eventGsiSk = (timestamp: string, artifactId: string) => `#${timestamp}#${artifactId}`;
 

@@ -5,7 +5,7 @@
  * principal. Reaching the quorum moves the version to APPROVED in the same transaction; any rejection
  * moves it to REJECTED.
  */
-import { readHead, runAudited } from '../audit/chain.ts';
+import { afterOps, readBackOr, readHead, runAudited } from '../audit/chain.ts';
 import { DAY_MS, isoTimestamp } from '../core/clock.ts';
 import { type Digest, parseDigest } from '../core/digest.ts';
 import { Forbidden, IllegalTransition, InvalidInput } from '../core/errors.ts';
@@ -108,9 +108,11 @@ export async function decide(
   const ids = [artifactId];
   const first = await readHead(ctx, artifactId);
   if (first.compensates) ids.push(first.compensates.artifact_id);
+  let committed: VersionItem | undefined;
   const result = await runAudited(ctx, ids, async (heads) => {
     const head = heads[artifactId] as HeadItem;
     const v = await readVersion(ctx.items, artifactId, n);
+    committed = v;
     if (v.state !== 'PROPOSED') {
       throw new IllegalTransition(`version ${n} is ${v.state}; only PROPOSED versions take approvals`, { state: v.state });
     }
@@ -141,6 +143,7 @@ export async function decide(
       const parts: Planned[] = [{ ops: [], entries: [entry] }];
       if (quorumReached) parts.push(planMove(head, v, 'APPROVED', 'approval', actor, at, { reason: `quorum of ${head.quorum} reached` }));
       const plan = merge(...parts);
+      committed = afterOps(v, plan.ops);
       return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
     }
     const entry = approvalEntry(artifactId, {
@@ -157,6 +160,7 @@ export async function decide(
     const plan = merge({ ops: [], entries: [entry] }, planMove(head, v, 'REJECTED', 'rejection', actor, at, { reason: 'rejected' }));
     const chains = [{ artifactId, entries: plan.entries }];
     const ops = [...plan.ops];
+    committed = afterOps(v, plan.ops);
     // A rejected compensation returns the compensated version to the state it was in.
     if (head.compensates) {
       const back = await compensationOutcome(ctx, heads, head, 'FAILED', actor, at);
@@ -166,7 +170,13 @@ export async function decide(
     return { chains, ops };
   });
   const approval = result.items.find((i) => i.type === 'approval') as unknown as ApprovalRecord;
-  return { approval, version: await readVersion(ctx.items, artifactId, n) };
+  return {
+    approval,
+    version: await readBackOr(
+      () => readVersion(ctx.items, artifactId, n),
+      () => committed as VersionItem,
+    ),
+  };
 }
 
 function approvalEntry(artifactId: string, fields: Record<string, unknown> & { actor: Principal }) {

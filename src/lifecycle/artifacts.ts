@@ -153,7 +153,9 @@ async function reserveVersionNumber(ctx: ServiceContext, artifactId: string): Pr
         {
           op: 'update',
           key: { PK: head.PK, SK: HEAD_SK },
-          update: { set: { latest_version: next } },
+          // When: retention counts uncommitted numbers as uploads in flight only for a while (an
+          // upload that died never commits, and its bytes must become reclaimable).
+          update: { set: { latest_version: next, version_reserved_at: ctx.clock.now().toISOString() } },
           condition: cond.eq('latest_version', head.latest_version),
         },
         // The reservation is a database write too: never while the maintenance fence is held.

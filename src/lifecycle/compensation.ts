@@ -5,11 +5,11 @@
  * transaction; the item follows the compensation artifact's state, and its execution settles the
  * compensated version (COMPENSATED, or back to the prior state).
  */
-import { readHead, runAudited } from '../audit/chain.ts';
+import { afterOps, readBackOr, readHead, runAudited } from '../audit/chain.ts';
 import { Conflict } from '../core/errors.ts';
-import { compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK } from '../core/keys.ts';
+import { artifactPk, COMPENSATION_SK_PREFIX, compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK } from '../core/keys.ts';
 import { rollbackKey, validateFilename } from '../core/object-keys.ts';
-import { cond } from '../store/item-store.ts';
+import { cond, queryAll } from '../store/item-store.ts';
 import { type ContentInput, prepareNewArtifact } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
@@ -37,7 +37,11 @@ export async function compensate(
     throw new Conflict(`version ${n} is ${target.state}; only EXECUTED or FAILED versions can be compensated`);
   }
   const key = rollbackKey(artifactId, n, filename);
-  if (await ctx.content.head(key)) throw new Conflict(`${key} already exists; use another --filename for a new compensation`);
+  // Refused only when a committed compensation holds the key: bytes an interrupted attempt left there
+  // are nobody's (an orphan) and are replaced, so the compensation can be retried as it was.
+  const committed = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: COMPENSATION_SK_PREFIX }, consistent: true });
+  if (committed.some((c) => c.content_key === key))
+    throw new Conflict(`${key} already exists; use another --filename for a new compensation`);
   const origHead = await readHead(ctx, artifactId);
   const prepared = await prepareNewArtifact(
     ctx,
@@ -54,7 +58,8 @@ export async function compensate(
     { contentKeyFor: () => key, headExtra: { compensates: { artifact_id: artifactId, version: n } } },
   );
   const compId = prepared.head.artifact_id;
-  await runAudited(ctx, [artifactId], async (heads) => {
+  let compensated: VersionItem | undefined;
+  const result = await runAudited(ctx, [artifactId], async (heads) => {
     const head = heads[artifactId] as HeadItem;
     const v = await readVersion(ctx.items, artifactId, n);
     const at = ctx.clock.now().toISOString();
@@ -78,6 +83,7 @@ export async function compensate(
       view: { state: 'DRAFT', GSI1PK: compStateGsiPk('DRAFT'), updated_at: at },
     };
     const plan = merge({ ops: [], entries: [compEntry] }, move);
+    compensated = afterOps(v, plan.ops);
     return {
       chains: [
         { artifactId, entries: plan.entries },
@@ -87,9 +93,19 @@ export async function compensate(
       published: [prepared.version.content_key, prepared.version.metadata_key],
     };
   });
+  // What the commit wrote, should reading it back fail: the new HEAD carries its creation entry.
+  const creation = result.items.find((i) => i.artifact_id === compId);
+  const committedHead = { ...prepared.head, audit_seq: creation?.seq, audit_head_hash: creation?.hash } as HeadItem;
   return {
-    compensation: (await ctx.items.get({ PK: prepared.head.PK, SK: HEAD_SK })) as HeadItem,
+    compensation: await readBackOr(
+      async () =>
+        ((await ctx.items.get({ PK: prepared.head.PK, SK: HEAD_SK }, { consistent: true })) as HeadItem | undefined) ?? committedHead,
+      () => committedHead,
+    ),
     version: prepared.version,
-    compensated: await readVersion(ctx.items, artifactId, n),
+    compensated: await readBackOr(
+      () => readVersion(ctx.items, artifactId, n),
+      () => compensated as VersionItem,
+    ),
   };
 }

@@ -7,7 +7,7 @@
  * so two uploads never write the same key and an interrupted one is visible as in-flight.
  */
 
-import { assertNotFenced, fenceCheck, RESERVATION_PREFIX, readHead, runAudited } from '../audit/chain.ts';
+import { afterOps, assertNotFenced, fenceCheck, RESERVATION_PREFIX, readBackOr, readHead, runAudited } from '../audit/chain.ts';
 import type { Body } from '../content/content-store.ts';
 import { isoDate, isoTimestamp } from '../core/clock.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
@@ -43,7 +43,7 @@ export async function startExecution(ctx: ServiceContext, actor: Principal, arti
   const n = validateVersionNumber(version);
   await assertNotFenced(ctx);
   const runId = newId(ctx.clock);
-  await runAudited(ctx, [artifactId], async (heads) => {
+  const result = await runAudited(ctx, [artifactId], async (heads) => {
     const head = heads[artifactId] as HeadItem;
     const v = await readVersion(ctx.items, artifactId, n);
     const now = ctx.clock.now();
@@ -76,7 +76,10 @@ export async function startExecution(ctx: ServiceContext, actor: Principal, arti
     const plan = merge({ ops: [{ op: 'put', item: pointer, condition: cond.notExists() }], entries: [exec] }, move);
     return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
   });
-  return readExecution(ctx, runId);
+  return readBackOr(
+    () => readExecution(ctx, runId),
+    () => result.items.find((i) => i.type === 'execution') as ExecutionItem,
+  );
 }
 
 export async function readExecution(ctx: ServiceContext, runId: string): Promise<ExecutionItem> {
@@ -130,6 +133,10 @@ export async function uploadOutput(
   } catch (e) {
     if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
     if (e instanceof ConditionFailed) throw new Conflict(`an upload of ${output} for run ${runId} is in progress, or the run finished`);
+    // The outcome is unknown (a timeout may hide a write that took effect): take back what may be ours.
+    await ctx.items
+      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation] }, { condition: cond.eq(reservation, stamp) })
+      .catch(() => {});
     throw e;
   }
   const key = executionKey(runId, output);
@@ -148,6 +155,10 @@ export async function uploadOutput(
     throw e;
   }
   const record = { key, digest: put.digest, size: put.size };
+  // If the commit fails the reservation is released too (if still ours), so that the upload can be
+  // retried at once; after a commit it is a leftover view attribute that nothing reads.
+  const release = () =>
+    ctx.items.update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation] }, { condition: cond.eq(reservation, stamp) }).catch(() => {});
   await runAudited(ctx, [exec.artifact_id], async () => {
     const current = await readExecution(ctx, runId);
     if (current.status !== 'RUNNING') throw new Conflict(`run ${runId} finished while ${output} was uploading`);
@@ -175,6 +186,9 @@ export async function uploadOutput(
         },
       ],
     };
+  }).catch(async (e: unknown) => {
+    await release();
+    throw e;
   });
   return record;
 }
@@ -192,6 +206,7 @@ export async function finishExecution(
   const exec0 = await readExecution(ctx, runId);
   const head0 = await readHead(ctx, exec0.artifact_id);
   const ids = [exec0.artifact_id, ...(head0.compensates ? [head0.compensates.artifact_id] : [])];
+  let committed: ExecutionItem | undefined;
   await runAudited(ctx, ids, async (heads) => {
     const head = heads[exec0.artifact_id] as HeadItem;
     const exec = await readExecution(ctx, runId);
@@ -216,6 +231,7 @@ export async function finishExecution(
       condition: cond.eq('status', 'RUNNING'),
     };
     const plan = merge({ ops: [viewUpdate], entries: [finish] }, move);
+    committed = afterOps(exec, [viewUpdate]);
     const chains = [{ artifactId: exec.artifact_id, entries: plan.entries }];
     const ops = [...plan.ops];
     if (head.compensates) {
@@ -225,7 +241,10 @@ export async function finishExecution(
     }
     return { chains, ops };
   });
-  return readExecution(ctx, runId);
+  return readBackOr(
+    () => readExecution(ctx, runId),
+    () => committed as ExecutionItem,
+  );
 }
 
 export async function listExecutions(ctx: ServiceContext, artifactId: string): Promise<ExecutionItem[]> {

@@ -1,7 +1,7 @@
 import { ConditionFailed } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { INSTALLATION_SK, SYS_PK } from '../core/keys.ts';
-import { cond } from '../store/item-store.ts';
+import { cond, type Item } from '../store/item-store.ts';
 import type { ServiceContext } from './context.ts';
 
 export const SCHEMA_VERSION = 1;
@@ -16,28 +16,63 @@ const installationKey = { PK: SYS_PK, SK: INSTALLATION_SK };
 
 export async function readInstallation(ctx: ServiceContext): Promise<Installation | undefined> {
   const item = await ctx.items.get(installationKey, { consistent: true });
-  if (!item) return undefined;
-  return {
-    installation_id: item.installation_id as string,
-    created_at: item.created_at as string,
-    schema_version: item.schema_version as number,
-  };
+  return item ? toInstallation(item) : undefined;
 }
 
-/** Creates the installation record once; later calls (and racing ones) return the existing record. */
-export async function initInstallation(ctx: ServiceContext): Promise<{ installation: Installation; created: boolean }> {
-  const existing = await readInstallation(ctx);
-  if (existing) return { installation: existing, created: false };
+export interface InitResult {
+  installation: Installation;
+  created: boolean;
+  /**
+   * The installation was created by an entry point that shows bootstrap tokens (`alp start`) and they
+   * have not been shown yet: created now, or by a first start that died before it printed them.
+   */
+  bootstrapPending: boolean;
+}
+
+/**
+ * Creates the installation record once; later calls (and racing ones) return the existing record.
+ * With `bootstrapTokens`, a new record is marked `bootstrap_tokens: pending` in the same write, until
+ * `markBootstrapShown` records that the tokens were printed.
+ */
+export async function initInstallation(ctx: ServiceContext, opts: { bootstrapTokens?: boolean } = {}): Promise<InitResult> {
+  const existing = await ctx.items.get(installationKey, { consistent: true });
+  if (existing)
+    return { installation: toInstallation(existing), created: false, bootstrapPending: existing.bootstrap_tokens === 'pending' };
   const installation: Installation = {
     installation_id: newId(ctx.clock),
     created_at: ctx.clock.now().toISOString(),
     schema_version: SCHEMA_VERSION,
   };
   try {
-    await ctx.items.put({ ...installationKey, type: 'installation', ...installation }, { condition: cond.notExists() });
-    return { installation, created: true };
+    await ctx.items.put(
+      { ...installationKey, type: 'installation', ...installation, ...(opts.bootstrapTokens ? { bootstrap_tokens: 'pending' } : {}) },
+      { condition: cond.notExists() },
+    );
+    return { installation, created: true, bootstrapPending: opts.bootstrapTokens === true };
   } catch (e) {
     if (!(e instanceof ConditionFailed)) throw e;
-    return { installation: (await readInstallation(ctx)) as Installation, created: false };
+    const raced = (await ctx.items.get(installationKey, { consistent: true })) as Item;
+    return { installation: toInstallation(raced), created: false, bootstrapPending: raced.bootstrap_tokens === 'pending' };
   }
+}
+
+/** Records that the bootstrap tokens were shown: later starts issue none. */
+export async function markBootstrapShown(ctx: ServiceContext): Promise<void> {
+  await ctx.items
+    .update(
+      installationKey,
+      { set: { bootstrap_tokens: 'shown', bootstrap_tokens_shown_at: ctx.clock.now().toISOString() } },
+      { condition: cond.eq('bootstrap_tokens', 'pending') },
+    )
+    .catch((e: unknown) => {
+      if (!(e instanceof ConditionFailed)) throw e;
+    });
+}
+
+function toInstallation(item: Item): Installation {
+  return {
+    installation_id: item.installation_id as string,
+    created_at: item.created_at as string,
+    schema_version: item.schema_version as number,
+  };
 }

@@ -4,7 +4,7 @@
  * `transition --to`.
  */
 import type { AuditDraft } from '../audit/chain.ts';
-import { AUDIT_RESERVED_OPS, runAudited } from '../audit/chain.ts';
+import { AUDIT_RESERVED_OPS, afterOps, readBackOr, runAudited } from '../audit/chain.ts';
 import { Conflict, InvalidInput } from '../core/errors.ts';
 import { artifactPk, compensationSk, compStateGsiPk } from '../core/keys.ts';
 import { cond, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
@@ -73,6 +73,7 @@ export async function propose(
 ): Promise<VersionItem> {
   const why = reasonOf(reason);
   let proposed: VersionItem | undefined;
+  let committed: VersionItem | undefined;
   await runAudited(ctx, [artifactId], async (heads) => {
     const head = heads[artifactId] as HeadItem;
     const versions = await listVersions(ctx.items, artifactId);
@@ -93,9 +94,13 @@ export async function propose(
       throw new Conflict(`too many open versions to supersede in one transaction; archive or supersede older versions first`);
     }
     proposed = { ...target, state: 'PROPOSED' };
+    committed = afterOps(target, plan.ops);
     return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
   });
-  return readVersion(ctx.items, artifactId, (proposed as VersionItem).version);
+  return readBackOr(
+    () => readVersion(ctx.items, artifactId, (proposed as VersionItem).version),
+    () => committed as VersionItem,
+  );
 }
 
 /** A manual move (`alp artifact transition --to`, `withdraw`). PROPOSED goes through propose(). */
@@ -110,13 +115,18 @@ export async function transition(
   if (to === 'PROPOSED') return propose(ctx, actor, artifactId, version, reason);
   const why = reasonOf(reason);
   const n = validateVersionNumber(version);
+  let committed: VersionItem | undefined;
   await runAudited(ctx, [artifactId], async (heads) => {
     const head = heads[artifactId] as HeadItem;
     const v = await readVersion(ctx.items, artifactId, n);
     const plan = planMove(head, v, to, 'manual', actor, ctx.clock.now().toISOString(), { reason: why });
+    committed = afterOps(v, plan.ops);
     return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
   });
-  return readVersion(ctx.items, artifactId, n);
+  return readBackOr(
+    () => readVersion(ctx.items, artifactId, n),
+    () => committed as VersionItem,
+  );
 }
 
 export function withdraw(

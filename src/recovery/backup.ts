@@ -15,9 +15,14 @@
  * its location and manifest digest): the registry is where retention finds the manifests it must
  * honour as references. The directory is written under `.{name}.partial-{id}` beside DIR and renamed
  * when complete, so DIR exists only as a complete backup; an interrupted backup leaves the partial
- * directory (safe to delete) and a PENDING registry record.
+ * directory and a PENDING registry record (with the writer's host and pid). `settleInterruptedBackups`
+ * (run by every `alp start` / `init` / `serve` and by maintenance recovery) settles such records: a
+ * backup whose directory was renamed into place before the writer died is COMPLETE; one whose writer
+ * is provably dead (same host, process gone) never completed and is FAILED (its partial directory is
+ * removed). `abandonBackup` (`alp backups --abandon ID`) is the operator's way for the rest.
  */
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fenceCheck } from '../audit/chain.ts';
 import { openContentStore } from '../content/open.ts';
@@ -44,6 +49,7 @@ import {
   MANIFEST_FILE,
   manifestDigest,
   OBJECTS_FILE,
+  openBackup,
 } from './backup-format.ts';
 import { type FenceInfo, readFence, withMaintenance } from './maintenance.ts';
 import { INITIAL_EPOCH, readEpoch } from './system.ts';
@@ -75,6 +81,9 @@ export interface BackupRecord {
   objects?: number;
   with_content?: boolean;
   error?: string;
+  /** Who writes it: an interrupted backup is settled only when this process is provably gone. */
+  host?: string;
+  pid?: number;
 }
 
 export interface BackupResult {
@@ -103,6 +112,8 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
     installation_id: installation.installation_id,
     started_at: startedAt,
     created_by: opts.actor,
+    host: os.hostname(),
+    pid: process.pid,
   };
   // A backup does not start while a maintenance holds the fence (it would compete with it).
   try {
@@ -116,6 +127,7 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
     throw e;
   }
   const progress = opts.progress ?? noProgress;
+  let renamed = false;
   try {
     const takenAt = ctx.clock.now().toISOString();
     const snapshot = await ctx.items.snapshot({ dir: partial });
@@ -166,24 +178,14 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
     // The final name appears only now, atomically, with every byte on disk.
     await fs.rename(partial, out);
     await fsyncDir(path.dirname(out));
-    await ctx.items.update(
-      registryKey,
-      {
-        set: {
-          status: 'COMPLETE',
-          manifest_digest: manifest.manifest_digest,
-          completed_at: manifest.completed_at,
-          epoch: manifest.epoch,
-          items: manifest.items.count,
-          objects: manifest.objects.count,
-          with_content: manifest.with_content,
-        },
-      },
-      { condition: cond.exists() },
-    );
+    renamed = true;
+    await ctx.items.update(registryKey, { set: completeFields(manifest) }, { condition: cond.exists() });
     return { backup_id: backupId, location: out, manifest };
   } catch (e) {
     await fs.rm(partial, { recursive: true, force: true }).catch(() => {});
+    // A complete directory whose registration failed must not stay behind looking like a backup
+    // retention honours: it is removed with the rest (a backup either completes or leaves nothing).
+    if (renamed) await fs.rm(out, { recursive: true, force: true }).catch(() => {});
     await ctx.items
       .update(
         registryKey,
@@ -192,6 +194,114 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
       )
       .catch(() => {});
     throw e;
+  }
+}
+
+function completeFields(manifest: BackupManifest): Record<string, unknown> {
+  return {
+    status: 'COMPLETE',
+    manifest_digest: manifest.manifest_digest,
+    completed_at: manifest.completed_at,
+    epoch: manifest.epoch,
+    items: manifest.items.count,
+    objects: manifest.objects.count,
+    with_content: manifest.with_content,
+  };
+}
+
+/** Where an interrupted (PENDING) backup stands. */
+export type PendingBackupState =
+  /** Its directory was renamed into place (the writer died before registering it): a complete backup. */
+  | { state: 'complete'; manifest: BackupManifest }
+  /** Its writer is provably gone (same host, process not alive): it never completed. */
+  | { state: 'dead' }
+  /** It may still be running (another host, or its process is alive). */
+  | { state: 'running' };
+
+export async function pendingBackupState(record: BackupRecord): Promise<PendingBackupState> {
+  if (await exists(record.location)) {
+    try {
+      const backup = await openBackup(record.location);
+      if (backup.manifest.backup_id === record.backup_id) return { state: 'complete', manifest: backup.manifest };
+    } catch {
+      // Not this backup, or damaged: it does not count as complete.
+    }
+  }
+  if (record.host === os.hostname() && typeof record.pid === 'number' && !processAlive(record.pid)) return { state: 'dead' };
+  return { state: 'running' };
+}
+
+export interface SettleReport {
+  completed: string[];
+  failed: string[];
+  running: string[];
+}
+
+/**
+ * Settles the registry records of interrupted backups: COMPLETE when the directory made it into place,
+ * FAILED (and the partial directory removed) when the writer died before; others are left PENDING.
+ */
+export async function settleInterruptedBackups(ctx: Pick<ServiceContext, 'items' | 'clock'>): Promise<SettleReport> {
+  const report: SettleReport = { completed: [], failed: [], running: [] };
+  for (const b of await listBackups(ctx)) {
+    if (b.status !== 'PENDING') continue;
+    const s = await pendingBackupState(b);
+    const key = { PK: SYS_PK, SK: backupSk(b.backup_id) };
+    try {
+      if (s.state === 'complete') {
+        await ctx.items.update(key, { set: completeFields(s.manifest) }, { condition: cond.eq('status', 'PENDING') });
+        report.completed.push(b.backup_id);
+      } else if (s.state === 'dead') {
+        await ctx.items.update(
+          key,
+          { set: { status: 'FAILED', error: `interrupted: process ${b.pid} on ${b.host} died before the backup completed` } },
+          { condition: cond.eq('status', 'PENDING') },
+        );
+        await fs.rm(partialDir(b), { recursive: true, force: true }).catch(() => {});
+        report.failed.push(b.backup_id);
+      } else report.running.push(b.backup_id);
+    } catch (e) {
+      if (!(e instanceof ConditionFailed)) throw e;
+    }
+  }
+  return report;
+}
+
+/** The operator's settlement of a PENDING backup that will never complete (its writer is gone). */
+export async function abandonBackup(ctx: Pick<ServiceContext, 'items'>, backupId: string, by: string): Promise<BackupRecord> {
+  const key = { PK: SYS_PK, SK: backupSk(backupId) };
+  const item = await ctx.items.get(key, { consistent: true });
+  if (!item) throw new NotFound(`no backup ${backupId} in the registry`);
+  const record = toRecord(item);
+  if (record.status !== 'PENDING') throw new Conflict(`backup ${backupId} is ${record.status}: only a PENDING backup can be abandoned`);
+  const s = await pendingBackupState(record);
+  if (s.state === 'complete')
+    throw new Conflict(`backup ${backupId} completed at ${record.location}: it is registered by the next alp start or init`);
+  try {
+    const after = await ctx.items.update(
+      key,
+      { set: { status: 'FAILED', error: `abandoned by ${by}` } },
+      { condition: cond.eq('status', 'PENDING') },
+    );
+    await fs.rm(partialDir(record), { recursive: true, force: true }).catch(() => {});
+    return toRecord(after);
+  } catch (e) {
+    if (e instanceof ConditionFailed) throw new Conflict(`backup ${backupId} changed while it was being abandoned`);
+    throw e;
+  }
+}
+
+function partialDir(b: BackupRecord): string {
+  return path.join(path.dirname(b.location), `.${path.basename(b.location)}.partial-${b.backup_id}`);
+}
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -18,10 +18,17 @@ export interface MaintenanceRecoveryStep {
   run(ctx: ServiceContext, m: MaintenanceHandle): Promise<Record<string, unknown> | undefined>;
 }
 
-/** The steps every recovery runs, in order: the retention purge journal's review and retry. */
+/**
+ * The steps every recovery runs, in order: interrupted backups are settled (a fenced-scan backup that
+ * died left the fence and a PENDING record), then the retention purge journal is reviewed and retried.
+ */
 export async function maintenanceRecoverySteps(): Promise<MaintenanceRecoveryStep[]> {
   const { recoverPreparedPurges } = await import('../retention/recovery-step.ts');
-  return [{ name: 'retention: review and retry interrupted purges', run: recoverPreparedPurges }];
+  const { settleInterruptedBackups } = await import('./backup.ts');
+  return [
+    { name: 'backups: settle interrupted backups', run: async (ctx) => ({ ...(await settleInterruptedBackups(ctx)) }) },
+    { name: 'retention: review and retry interrupted purges', run: recoverPreparedPurges },
+  ];
 }
 
 export interface RecoveryResult {

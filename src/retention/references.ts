@@ -9,10 +9,12 @@
 import { RESERVATION_PREFIX } from '../audit/chain.ts';
 import type { ObjectInfo } from '../content/content-store.ts';
 import { DIGEST_SCAN_PATTERN, DigestAccumulator } from '../core/digest.ts';
-import { InternalError, NotFound } from '../core/errors.ts';
-import { EXECUTION_OUTPUTS, executionKey, HISTORY_SEGMENT_PREFIX } from '../core/object-keys.ts';
+import { IntegrityError, InternalError, NotFound } from '../core/errors.ts';
+import { EXECUTION_OUTPUTS, executionKey, HISTORY_SEGMENT_PREFIX, MUTABLE_PREFIXES } from '../core/object-keys.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
+import { UPLOAD_RESERVATION_TTL_MS } from '../lifecycle/executions.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
+import { type BackupRecord, pendingBackupState } from '../recovery/backup.ts';
 import { openBackup } from '../recovery/backup-format.ts';
 import type { Item } from '../store/item-store.ts';
 import { scanForDigests } from './digest-scan.ts';
@@ -22,7 +24,12 @@ const KEY_PREFIXES = ['artifacts/', 'executions/', 'archive/', 'provenance/', HI
 /** Immutable digest files: the only retention candidates (seed 004; DESIGN §6). */
 export const CANDIDATE_PREFIXES = ['artifacts/', 'executions/', 'archive/'] as const;
 
-const RETENTION_OWN_TYPES = new Set(['retention_observation', 'retention_run']);
+/**
+ * Items that describe objects without referencing them: retention's own journal names its candidates,
+ * and a persisted reconciliation report names the orphans it found (`unexpected`) and the objects it
+ * missed. Counting those as references would keep every orphan a reconcile ever reported forever.
+ */
+const NOT_REFERENCES = new Set(['retention_observation', 'retention_run', 'reconcile']);
 
 export interface ScannedObject extends ObjectInfo {
   /** The digest of the bytes as read (set once the object was read). */
@@ -98,15 +105,25 @@ async function noteBackup(refs: Refs, item: Item, where: string): Promise<void> 
   if (item.status === 'FAILED') return;
   const why = `named by backup ${String(item.backup_id)} (${String(item.location)})`;
   try {
-    if (item.status !== 'COMPLETE') throw new Error(`it is ${String(item.status)}: finish it, or record it as failed`);
-    const backup = await openBackup(item.location as string, { expectedManifestDigest: item.manifest_digest as string });
+    let manifestDigest = item.manifest_digest as string;
+    if (item.status === 'PENDING') {
+      // An interrupted backup: complete if its directory made it into place, nothing if its writer died.
+      const pending = await pendingBackupState(item as unknown as BackupRecord);
+      if (pending.state === 'dead') return;
+      if (pending.state === 'running')
+        throw new Error(
+          `it is PENDING and its writer (pid ${String(item.pid)} on ${String(item.host)}) may still be running: let it finish, or \`alp backups --abandon ${String(item.backup_id)}\` if it never will`,
+        );
+      manifestDigest = pending.manifest.manifest_digest;
+    } else if (item.status !== 'COMPLETE') throw new Error(`it is ${String(item.status)}`);
+    const backup = await openBackup(item.location as string, { expectedManifestDigest: manifestDigest });
     for await (const o of backup.objects()) {
       // Quarantined objects ride in backups (seed 004) without becoming references to themselves.
       if (o.retained) continue;
       refs.key(o.key, why);
       refs.digest(o.digest, why);
     }
-    for await (const i of backup.items()) if (!RETENTION_OWN_TYPES.has(i.type as string)) noteStrings(refs, i, why);
+    for await (const i of backup.items()) if (!NOT_REFERENCES.has(i.type as string)) noteStrings(refs, i, why);
   } catch (e) {
     throw new InternalError(
       `cannot read the references of backup ${String(item.backup_id)} (${where}): ${e instanceof Error ? e.message : String(e)}; nothing will be collected until it is readable`,
@@ -134,8 +151,22 @@ async function readRaw(ctx: ServiceContext, key: string): Promise<AsyncIterable<
   }
 }
 
+/**
+ * Whether a reservation stamped `at` still stands for an upload in flight at `now`: for
+ * UPLOAD_RESERVATION_TTL_MS (after which the lifecycle lets another upload take it over). A commit that
+ * comes later still cannot reference reclaimed bytes: publishers check retention's decision (guard.ts).
+ */
+function inFlight(at: unknown, now: number): boolean {
+  if (typeof at !== 'string') return false;
+  const t = Date.parse(at);
+  return !Number.isFinite(t) || now - t <= UPLOAD_RESERVATION_TTL_MS;
+}
+
 export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}): Promise<ReferenceScan> {
   const started = Date.now();
+  const now = ctx.clock.now().getTime();
+  /** The digest the items record for an immutable object: what its bytes must hash to when scanned. */
+  const recorded = new Map<string, string>();
   const refs = new Refs();
   const versionsSeen = new Map<string, number>();
   const heads: Item[] = [];
@@ -145,12 +176,13 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
     const page = await ctx.items.scan(cursor ? { cursor } : {});
     for (const item of page.items) {
       itemCount++;
-      // Retention's own journal names its candidates; it is not a reference to them.
-      if (RETENTION_OWN_TYPES.has(item.type as string)) continue;
+      // Retention's own journal and reconciliation reports name objects; they are not references to them.
+      if (NOT_REFERENCES.has(item.type as string)) continue;
       const where = `${item.PK} ${item.SK}`;
       for (const r of refsOfItem(item)) {
         refs.key(r.key, `named by ${r.source}`);
         refs.digest(r.digest, `named by ${r.source}`);
+        if (!MUTABLE_PREFIXES.some((p) => r.key.startsWith(p))) recorded.set(r.key, r.digest);
       }
       noteStrings(refs, item, `named by ${where}`);
       if (item.type === 'version')
@@ -159,6 +191,9 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
       if (item.type === 'execution') {
         for (const attr of Object.keys(item)) {
           const name = attr.slice(RESERVATION_PREFIX.length);
+          // An upload is in flight while its run is RUNNING and its reservation is not stale: an upload
+          // that died leaves a reservation nothing releases, and its bytes must not be kept forever.
+          if (!inFlight(item.status === 'RUNNING' ? item[attr] : undefined, now)) continue;
           if (attr.startsWith(RESERVATION_PREFIX) && (EXECUTION_OUTPUTS as readonly string[]).includes(name)) {
             refs.key(
               executionKey(item.run_id as string, name as (typeof EXECUTION_OUTPUTS)[number]),
@@ -171,8 +206,10 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
     }
     cursor = page.cursor;
   } while (cursor);
-  // Version numbers reserved on the HEAD but not (yet) committed are uploads in flight.
+  // Version numbers reserved on the HEAD but not (yet) committed are uploads in flight, while the
+  // latest reservation is recent (HEADs written before reservations were stamped: always).
   for (const h of heads) {
+    if (h.version_reserved_at !== undefined && !inFlight(h.version_reserved_at, now)) continue;
     const id = h.artifact_id as string;
     for (let n = (versionsSeen.get(id) ?? 0) + 1; n <= (h.latest_version as number); n++) {
       refs.prefix(`artifacts/${id}/v${n}/`, `in-flight upload of version ${n} reserved by ${h.PK} HEAD`);
@@ -234,6 +271,15 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
     objectsRead++;
     bytesRead += acc.size;
     const digest = acc.digest();
+    // A short or damaged read would hide the references in the bytes it missed: such a scan cannot be
+    // trusted to protect what those bytes name, so it fails closed instead of letting a purge proceed.
+    const expected = recorded.get(key);
+    if (expected !== undefined && digest !== expected) {
+      throw new IntegrityError(
+        `the reference scan read ${key} as ${digest} (${acc.size} bytes), but the items record ${expected}: the references inside it cannot be trusted; nothing is collected until \`alp reconcile\` verifies it`,
+        { key, expected, actual: digest },
+      );
+    }
     const obj = objects.get(key);
     if (obj) obj.digest = digest;
     addDigest(digest, `digest of referenced object ${key}`);

@@ -4,24 +4,29 @@ import { ExitCode } from '../../core/errors.ts';
 import { initInstallation } from '../../lifecycle/installation.ts';
 import { createToken } from '../../lifecycle/principals.ts';
 import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
+import { settleInterruptedBackups } from '../../recovery/backup.ts';
 import { telemetryLimitsFromEnv } from '../../telemetry/limits.ts';
 import { TelemetryQueue } from '../../telemetry/queue.ts';
 import { progressBar } from '../progress.ts';
 import { actingPrincipal, output, type Runtime, withRuntime } from '../runtime.ts';
 
-export async function initAndDescribe(rt: Runtime) {
+export async function initAndDescribe(rt: Runtime, opts: { bootstrapTokens?: boolean } = {}) {
   const prepare = (rt.ctx.items as { ensureTable?: () => Promise<void> }).ensureTable;
   if (prepare) await prepare.call(rt.ctx.items);
-  const { installation, created } = await initInstallation(rt.ctx);
+  const { installation, created, bootstrapPending } = await initInstallation(rt.ctx, opts);
   // The storage worker initialises the telemetry outbox (limits from ALP_TELEMETRY_*, else defaults).
   const telemetry = await new TelemetryQueue(rt.ctx.items, telemetryLimitsFromEnv(), { clock: rt.ctx.clock }).open();
   const cleaned = await rt.ctx.content.cleanupInterrupted();
+  // Backups whose writer died: registered when their directory made it into place, failed otherwise.
+  const backups = await settleInterruptedBackups(rt.ctx);
   return {
     ...installation,
     created,
+    bootstrapPending,
     metadata: describeMetadata(rt.config.metadata),
     content: describeContent(rt.config.content),
     interrupted_uploads_removed: cleaned,
+    interrupted_backups: { completed: backups.completed, failed: backups.failed },
     telemetry_limits: telemetry,
   };
 }
@@ -32,7 +37,7 @@ export function registerAdminCommands(program: Command): void {
     .description('create or open the installation; prints its id')
     .action(async (_o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const status = await initAndDescribe(rt);
+        const { bootstrapPending: _b, ...status } = await initAndDescribe(rt);
         output(rt.opts, status, () => [
           `${status.created ? 'created' : 'opened'} installation ${status.installation_id}`,
           `  metadata: ${status.metadata}`,

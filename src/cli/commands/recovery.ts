@@ -7,7 +7,7 @@ import { ExitCode, Forbidden, UsageError } from '../../core/errors.ts';
 import type { Principal } from '../../lifecycle/model.ts';
 import { localOperator } from '../../lifecycle/principals.ts';
 import type { Progress } from '../../lifecycle/verify-content.ts';
-import { createBackup, listBackups, type PhaseProgress } from '../../recovery/backup.ts';
+import { abandonBackup, createBackup, listBackups, type PhaseProgress } from '../../recovery/backup.ts';
 import { readManifest } from '../../recovery/backup-format.ts';
 import { maintenanceStatus } from '../../recovery/maintenance.ts';
 import { activateRestore, type ReconcileReport, reconcile } from '../../recovery/reconcile.ts';
@@ -131,8 +131,15 @@ export function registerRecoveryCommands(program: Command): void {
   program
     .command('backups')
     .description('the backups registered by this installation (retention honours their manifests)')
-    .action(async (_o, cmd: Command) =>
+    .option('--abandon <backup-id>', 'record a PENDING backup whose writer is gone (it will never complete) as FAILED')
+    .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
+        if (o.abandon !== undefined) {
+          const who = await human(rt, 'abandoning a backup');
+          const r = await abandonBackup(rt.ctx, String(o.abandon), who.id);
+          output(rt.opts, r, () => `backup ${r.backup_id} recorded as FAILED (${r.error})`);
+          return;
+        }
         const list = await listBackups(rt.ctx);
         output(rt.opts, { backups: list }, () =>
           list.map(

@@ -93,7 +93,7 @@ export function registerServeCommands(program: Command): void {
     program.command('serve').description('serve the HTTP API (bearer tokens; see /docs and /openapi.json) until SIGTERM or SIGINT'),
   ).action(async (o, cmd: Command) =>
     withRuntime(cmd, async (rt) => {
-      const status = await initAndDescribe(rt);
+      const { bootstrapPending: _b, ...status } = await initAndDescribe(rt);
       await serveUntilSignal(rt, parseServeOptions(o), (url) => {
         if (!url) return;
         if (rt.opts.json) process.stdout.write(`${JSON.stringify({ ...status, url })}\n`);

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { markBootstrapShown } from '../../lifecycle/installation.ts';
 import { createToken, localOperator } from '../../lifecycle/principals.ts';
 import { type Runtime, withRuntime } from '../runtime.ts';
 import { initAndDescribe } from './admin.ts';
@@ -36,11 +37,20 @@ export function registerStartCommand(program: Command): void {
       ),
   ).action(async (o, cmd: Command) =>
     withRuntime(cmd, async (rt) => {
-      const status = await initAndDescribe(rt);
-      const tokens = status.created ? await bootstrapTokens(rt) : [];
+      const { bootstrapPending, ...status } = await initAndDescribe(rt, { bootstrapTokens: true });
+      // Issued until a start has printed them: a first start killed before it printed issues them again.
+      const tokens = bootstrapPending ? await bootstrapTokens(rt) : [];
+      let shown: Promise<void> = Promise.resolve();
+      const printed = () => {
+        if (tokens.length)
+          shown = markBootstrapShown(rt.ctx).catch((e: unknown) => {
+            process.stderr.write(`alp: warning: could not record that the bootstrap tokens were shown: ${String(e)}\n`);
+          });
+      };
       await serveUntilSignal(rt, parseServeOptions(o), (url) => {
         if (rt.opts.json) {
           process.stdout.write(`${JSON.stringify({ ...status, url: url ?? null, tokens })}\n`);
+          printed();
           return;
         }
         const lines = [
@@ -55,7 +65,9 @@ export function registerStartCommand(program: Command): void {
           lines.push('  use them as "Authorization: Bearer <token>"; create more with `alp token create`');
         }
         process.stdout.write(`${lines.join('\n')}\n`);
+        printed();
       });
+      await shown;
     }),
   );
 }

@@ -4,7 +4,7 @@
  * directory is fsynced (and so is the parent of every directory the put created). Keys reach the
  * filesystem only through `resolve`, which validates them and refuses symlinks anywhere below the root.
  */
-import { constants as C, closeSync, type Dirent, fsync, lstatSync, mkdirSync, openSync, renameSync } from 'node:fs';
+import { constants as C, closeSync, type Dirent, fstatSync, fsync, lstatSync, mkdirSync, openSync, renameSync } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -31,6 +31,15 @@ const READ_CHUNK = 1 << 20;
 const FILE_MODE = 0o640;
 const DIR_MODE = 0o750;
 
+export interface FsContentStoreOptions {
+  /**
+   * Fault-injection seam for tests (never set in production): runs before every fsync the store
+   * issues — of a staged file before its rename, of a directory after renames, creations and deletes.
+   * Throwing from it fails that fsync as a failing disk would.
+   */
+  fsyncHook?: (target: { kind: 'file' | 'dir'; path: string }) => void | Promise<void>;
+}
+
 export class FsContentStore implements ContentStore {
   readonly engine = 'fs';
   readonly hasStorageClasses = false;
@@ -41,13 +50,26 @@ export class FsContentStore implements ContentStore {
     { fh: FileHandle; tmpPath: string; finalPath: string; dir: string; created: string[] }
   >();
 
-  private constructor(private readonly root: string) {
+  private constructor(
+    private readonly root: string,
+    private readonly opts: FsContentStoreOptions,
+  ) {
     this.location = `file:${root}`;
   }
 
-  static async open(root: string): Promise<FsContentStore> {
+  static async open(root: string, opts: FsContentStoreOptions = {}): Promise<FsContentStore> {
     await fs.mkdir(root, { recursive: true, mode: DIR_MODE });
-    return new FsContentStore(await fs.realpath(root));
+    return new FsContentStore(await fs.realpath(root), opts);
+  }
+
+  private async syncFile(fh: FileHandle, file: string): Promise<void> {
+    await this.opts.fsyncHook?.({ kind: 'file', path: file });
+    await fh.sync();
+  }
+
+  private async syncDir(dir: string): Promise<void> {
+    await this.opts.fsyncHook?.({ kind: 'dir', path: dir });
+    await fsyncDir(dir);
   }
 
   async put(key: string, body: Body, opts: PutOptions = {}): Promise<PutResult> {
@@ -110,13 +132,26 @@ export class FsContentStore implements ContentStore {
     let renamed = 0;
     try {
       const createdDirs = [...new Set(states.flatMap((s) => s.created))];
-      await Promise.all([...states.map((s) => s.fh.sync()), ...createdDirs.map(fsyncDir)]);
+      await Promise.all([...states.map((s) => this.syncFile(s.fh, s.tmpPath)), ...createdDirs.map((d) => this.syncDir(d))]);
+      // A torn write (the file on disk shorter or longer than the bytes that were hashed) is never
+      // published: one fstat per file, after the fsync, before the rename.
+      states.forEach((s, i) => {
+        const expected = (staged[i] as StagedObject).size;
+        const actual = fstatSync(s.fh.fd).size;
+        if (actual !== expected)
+          throw new IntegrityError(
+            `torn write: ${(staged[i] as StagedObject).key} holds ${actual} bytes on disk, ${expected} were written`,
+            {
+              key: (staged[i] as StagedObject).key,
+            },
+          );
+      });
       await Promise.all(states.map((s) => s.fh.close()));
       for (const s of states) {
         renameSync(s.tmpPath, s.finalPath);
         renamed++;
       }
-      await Promise.all([...new Set(states.map((s) => s.dir))].map(fsyncDir));
+      await Promise.all([...new Set(states.map((s) => s.dir))].map((d) => this.syncDir(d)));
     } catch (e) {
       for (const s of states.slice(renamed)) {
         await s.fh.close().catch(() => {});
@@ -231,7 +266,7 @@ export class FsContentStore implements ContentStore {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw e;
     }
-    await fsyncDir(path.dirname(file));
+    await this.syncDir(path.dirname(file));
     return true;
   }
 
