@@ -5,13 +5,14 @@
  * transaction; the item follows the compensation artifact's state, and its execution settles the
  * compensated version (COMPENSATED, or back to the prior state).
  */
-import { afterOps, readBackOr, readHead, runAudited } from '../audit/chain.ts';
-import { Conflict } from '../core/errors.ts';
+import { afterOps, fenceCheck, readBackOr, readHead, runAudited } from '../audit/chain.ts';
+import { ConditionFailed, Conflict, MaintenanceInProgress } from '../core/errors.ts';
 import { artifactPk, COMPENSATION_SK_PREFIX, compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK } from '../core/keys.ts';
 import { rollbackKey, validateFilename } from '../core/object-keys.ts';
 import { cond, queryAll } from '../store/item-store.ts';
 import { type ContentInput, prepareNewArtifact } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
+import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, planMove } from './transitions.ts';
 import { validateVersionNumber } from './validation.ts';
@@ -42,6 +43,52 @@ export async function compensate(
   const committed = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: COMPENSATION_SK_PREFIX }, consistent: true });
   if (committed.some((c) => c.content_key === key))
     throw new Conflict(`${key} already exists; use another --filename for a new compensation`);
+  // One compensation upload per version at a time: two writers of the same rollback key would leave
+  // one committed compensation naming the other's bytes. The reservation is on the compensated version
+  // (taken over once stale, after a writer died), released on failure, removed by the commit.
+  const now = ctx.clock.now();
+  const stamp = now.toISOString();
+  const stale = new Date(now.getTime() - UPLOAD_RESERVATION_TTL_MS).toISOString();
+  const versionKey = { PK: target.PK, SK: target.SK };
+  const release = () =>
+    ctx.items
+      .update(versionKey, { remove: [...ROLLBACK_RESERVATION] }, { condition: cond.eq('rollback_upload_at', stamp) })
+      .catch(() => {});
+  try {
+    await ctx.items.transactWrite([
+      {
+        op: 'update',
+        key: versionKey,
+        update: { set: { rollback_upload: filename, rollback_upload_at: stamp } },
+        condition: cond.and(
+          cond.in('state', ['EXECUTED', 'FAILED']),
+          cond.or(cond.attrNotExists('rollback_upload_at'), cond.lt('rollback_upload_at', stale)),
+        ),
+      },
+      fenceCheck(),
+    ]);
+  } catch (e) {
+    if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
+    if (e instanceof ConditionFailed) throw new Conflict(`a compensation of version ${n} is being uploaded, or the version changed; retry`);
+    await release();
+    throw e;
+  }
+  try {
+    return await compensateReserved(ctx, actor, { artifactId, n, filename, key, input });
+  } catch (e) {
+    await release();
+    throw e;
+  }
+}
+
+const ROLLBACK_RESERVATION = ['rollback_upload', 'rollback_upload_at'] as const;
+
+async function compensateReserved(
+  ctx: ServiceContext,
+  actor: Principal,
+  a: { artifactId: string; n: number; filename: string; key: string; input: ContentInput & { reason?: string } },
+): Promise<CompensationResult> {
+  const { artifactId, n, filename, key, input } = a;
   const origHead = await readHead(ctx, artifactId);
   const prepared = await prepareNewArtifact(
     ctx,
@@ -66,6 +113,7 @@ export async function compensate(
     const move = planMove(head, v, 'COMPENSATING', 'compensation', actor, at, {
       reason: input.reason ?? `compensation ${compId} created`,
       set: { compensating_from: v.state },
+      remove: [...ROLLBACK_RESERVATION],
       fields: { compensation_artifact_id: compId },
     });
     const compEntry = {

@@ -21,6 +21,7 @@ import { readExecution, startExecution, uploadOutput } from '../../src/lifecycle
 import { initInstallation } from '../../src/lifecycle/installation.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
 import { propose } from '../../src/lifecycle/transitions.ts';
+import { readVersion } from '../../src/lifecycle/versions.ts';
 import { abandonBackup, createBackup, listBackups, settleInterruptedBackups } from '../../src/recovery/backup.ts';
 import { reconcile } from '../../src/recovery/reconcile.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
@@ -229,6 +230,30 @@ describe('regressions found by the crash campaign and the fault matrix', () => {
     await assert.rejects(compensate(f.ctx, agent, version.artifact_id, 1, { filename: 'undo.sh', body: bytesOf('undo') }), /ENOSPC/);
     const res = await compensate(ctx, agent, version.artifact_id, 1, { filename: 'undo.sh', body: bytesOf('undo') });
     assert.equal(res.compensated.state, 'COMPENSATING');
+  });
+
+  it('D10: two compensations of one version with the same filename at once: one commits, over its own bytes', async () => {
+    // Found while fixing D5: both passed the check, both wrote the rollback key, and the winner's
+    // committed record named bytes the loser had written over (the read then failed INTEGRITY).
+    const ctx = await embeddedContext();
+    await initInstallation(ctx);
+    const { version } = await createArtifact(ctx, agent, { name: 'a', filename: 'f', body: bytesOf('x') });
+    await approveAndRun(ctx, version.artifact_id, 1, 'SUCCEEDED');
+    async function* slow(c: string, n: number) {
+      for (let i = 0; i < n; i++) {
+        await new Promise((r) => setTimeout(r, 1));
+        yield Buffer.from(c.repeat(1000));
+      }
+    }
+    const results = await Promise.allSettled([
+      compensate(ctx, agent, version.artifact_id, 1, { filename: 'undo.sh', body: slow('a', 4) }),
+      compensate(ctx, agent, version.artifact_id, 1, { filename: 'undo.sh', body: slow('b', 6) }),
+    ]);
+    assert.deepEqual(results.map((r) => r.status).sort(), ['fulfilled', 'rejected']);
+    assert.equal((await reconcile(ctx, { actor: 't' })).status, 'VERIFIED');
+    const v = await readVersion(ctx.items, version.artifact_id, 1);
+    assert.equal(v.state, 'COMPENSATING');
+    assert.equal(v.rollback_upload_at, undefined, 'the commit removed the reservation');
   });
 
   it('D6: orphans a reconciliation reported are still reclaimed (a report is not a reference)', async () => {
