@@ -147,6 +147,13 @@ export function itemStoreConformance(h: ItemStoreHarness): void {
         [cond.and(cond.eq('s', 'b'), cond.eq('num', 4)), false],
         [cond.or(cond.eq('s', 'x'), cond.eq('num', 5)), true],
         [cond.not(cond.exists()), false],
+        // Nested: an `or` inside an `and`, a `not` of an `or`, an empty `and` inside an `or` (DynamoDB
+        // refuses redundant parentheses: found by the crash campaign's distributed lane).
+        [cond.and(cond.in('s', ['a', 'b']), cond.or(cond.attrNotExists('missing'), cond.lt('missing', 'x'))), true],
+        [cond.and(cond.in('s', ['a', 'b']), cond.or(cond.attrExists('missing'), cond.gt('num', 6))), false],
+        [cond.not(cond.or(cond.eq('s', 'x'), cond.and(cond.eq('num', 5), cond.not(cond.eq('flag', false))))), false],
+        [cond.or(cond.and(), cond.eq('s', 'x')), true],
+        [cond.and(cond.and(cond.and(cond.eq('s', 'b'))), cond.or(cond.or(cond.eq('num', 5)))), true],
       ];
       for (const [c, expected] of cases) {
         assert.equal(evaluateCondition(c, item), expected, `model: ${JSON.stringify(c)}`);

@@ -107,13 +107,15 @@ export class ExpressionBuilder {
       case 'and':
         if (!Array.isArray(c.all)) throw new InvalidInput('and needs a list of conditions');
         if (c.all.length === 0) return this.trueExpr();
-        return `(${c.all.map((x) => `(${this.condition(x)})`).join(' AND ')})`;
+        if (c.all.length === 1) return parenthesized(this.condition(c.all[0] as Condition));
+        return `(${c.all.map((x) => parenthesized(this.condition(x))).join(' AND ')})`;
       case 'or':
         if (!Array.isArray(c.any)) throw new InvalidInput('or needs a list of conditions');
         if (c.any.length === 0) return this.falseExpr();
-        return `(${c.any.map((x) => `(${this.condition(x)})`).join(' OR ')})`;
+        if (c.any.length === 1) return parenthesized(this.condition(c.any[0] as Condition));
+        return `(${c.any.map((x) => parenthesized(this.condition(x))).join(' OR ')})`;
       case 'not':
-        return `(NOT (${this.condition(c.cond)}))`;
+        return `(NOT ${parenthesized(this.condition(c.cond))})`;
       default:
         throw new InvalidInput(`unknown condition kind ${JSON.stringify((c as { kind?: unknown }).kind)}`);
     }
@@ -167,6 +169,20 @@ export class ExpressionBuilder {
     if (!sym) throw new InvalidInput(`unknown sort key condition ${JSON.stringify(op)}`);
     return `${pkExpr} AND ${s()} ${sym} ${this.value(v)}`;
   }
+}
+
+/**
+ * `(expr)`, unless expr is already one parenthesized whole: DynamoDB refuses redundant parentheses
+ * (`((a) OR (b))` wrapped again by an enclosing AND was "Invalid ConditionExpression").
+ */
+function parenthesized(expr: string): string {
+  if (!expr.startsWith('(')) return `(${expr})`;
+  let depth = 0;
+  for (let i = 0; i < expr.length; i++) {
+    if (expr[i] === '(') depth++;
+    else if (expr[i] === ')' && --depth === 0) return i === expr.length - 1 ? expr : `(${expr})`;
+  }
+  return `(${expr})`;
 }
 
 function checkScalar(v: unknown): void {
