@@ -4,6 +4,7 @@
  * execution's outputs and status, a compensation's state). Reads the base table and the packed history
  * segments (their digests, that they hold what their items say, and that they agree with any hot copy).
  */
+import { NotFound } from '../core/errors.ts';
 import { artifactPk, versionSk } from '../core/keys.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import type { HeadItem } from '../lifecycle/model.ts';
@@ -36,6 +37,8 @@ export async function verifyArtifactAudit(ctx: ServiceContext, artifactId: strin
   }
   for (const c of conflicts)
     add(`${c.hot.PK} ${c.hot.SK}`, `entry ${c.seq} differs from its packed copy in a history segment (one of them was edited)`);
+  // Nothing at all under the key: no such artifact (not a broken chain, which would be exit 5).
+  if (!head && live.length === 0 && entries.length === 0 && segments.length === 0) throw new NotFound(`no artifact ${artifactId}`);
   if (!head) {
     add(`${artifactPk(artifactId)} HEAD`, 'HEAD item missing');
     return { artifact_id: artifactId, entries: entries.length, ok: false, findings };

@@ -27,7 +27,12 @@ export async function writeVerifiedOutput(stream: Readable, out: string): Promis
     await pipeline(stream, process.stdout, { end: false });
     return;
   }
+  if (out === '') throw new UsageError('--out needs a file path (or - for stdout)');
   const target = path.resolve(out);
+  // Checked before any byte is written: the temp file goes beside the target, so a directory given
+  // as the target would put it in the directory's parent.
+  const existing = await fs.lstat(target).catch(() => undefined);
+  if (existing?.isDirectory()) throw new UsageError(`--out ${out} is a directory; give a file path`);
   const tmp = path.join(path.dirname(target), `.${path.basename(target)}.alp-partial-${randomToken(6)}`);
   const fh = await fs.open(tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL, 0o644);
   try {

@@ -6,7 +6,8 @@
 
 import { openContentStore } from '../content/open.ts';
 import type { Clock } from '../core/clock.ts';
-import type { StorageConfig } from '../core/config.ts';
+import { describeContent, describeMetadata, type StorageConfig } from '../core/config.ts';
+import { UsageError } from '../core/errors.ts';
 import { createContext, type ServiceContext } from '../lifecycle/context.ts';
 import { openItemStore } from '../store/open.ts';
 import { attachAuditSinks } from './sinks.ts';
@@ -16,14 +17,40 @@ export interface OpenInstallation {
   close(): Promise<void>;
 }
 
+/**
+ * Why a store named by the user's own paths cannot be opened (a file where a directory must be, a
+ * name too long, no permission, a file that is not a database): a usage error that says so, not an
+ * internal failure. Anything else (a disk failing, a network error) passes through.
+ */
+const UNOPENABLE: Record<string, string> = {
+  EEXIST: 'a file is in the way of a directory',
+  ENOTDIR: 'a path component is not a directory',
+  EISDIR: 'a directory is where a file must be',
+  ENAMETOOLONG: 'a path name is too long',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ELOOP: 'too many symbolic links',
+  SQLITE_NOTADB: 'the file is not a SQLite database',
+  SQLITE_CANTOPEN: 'the database file cannot be opened',
+  SQLITE_READONLY: 'the database is read-only',
+};
+
+function unopenable(what: string, e: unknown): unknown {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  const why = typeof code === 'string' ? UNOPENABLE[code] : undefined;
+  return why ? new UsageError(`cannot open ${what}: ${why} (${code})`, { errno: code }) : e;
+}
+
 export async function openInstallation(config: StorageConfig, clock: Clock): Promise<OpenInstallation> {
-  const items = await openItemStore(config.metadata);
+  const items = await openItemStore(config.metadata).catch((e: unknown) => {
+    throw unopenable(`the metadata store ${describeMetadata(config.metadata)}`, e);
+  });
   let content: Awaited<ReturnType<typeof openContentStore>>;
   try {
     content = await openContentStore(config.content);
   } catch (e) {
     await items.close();
-    throw e;
+    throw unopenable(`the content store ${describeContent(config.content)}`, e);
   }
   const ctx = createContext({ items, content, clock });
   await attachAuditSinks(ctx);
