@@ -58,6 +58,7 @@ const TITLE_BY_STATUS: Record<number, string> = {
   400: 'Invalid input',
   404: 'Not found',
   405: 'Method not allowed',
+  417: 'Expectation failed',
   413: 'Content too large',
   414: 'URI too long',
   415: 'Unsupported media type',
@@ -164,8 +165,16 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
 }
 
 /** Writes a problem on a raw socket (errors Node's HTTP parser raises before fastify sees a request). */
-export function rawProblem(status: number, code: ErrorCode, detail: string): string {
-  const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  417: 'Expectation Failed',
+  431: 'Request Header Fields Too Large',
+};
+
+export function rawProblem(status: number, code: ErrorCode, detail: string, headers: Record<string, string> = {}): string {
+  const reason = REASONS[status] ?? 'Bad Request';
   const body = JSON.stringify({
     type: problemTypeUri(code),
     title: TITLE_BY_STATUS[status] ?? reason,
@@ -175,5 +184,8 @@ export function rawProblem(status: number, code: ErrorCode, detail: string): str
     code,
     request_id: '',
   });
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PROBLEM_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${PROBLEM_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`;
 }

@@ -7,7 +7,7 @@
  * files removed by the content store).
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
 import type { TSchema } from '@sinclair/typebox';
@@ -16,6 +16,7 @@ import { Value } from '@sinclair/typebox/value';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { InvalidInput } from '../core/errors.ts';
+import { redactTokens } from '../core/ids.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import { telemetryMetricsCollector } from '../telemetry/metrics.ts';
 import { ROUTES } from './access.ts';
@@ -23,7 +24,7 @@ import { authenticate } from './auth.ts';
 import type { AnyRouteDef, Api } from './define.ts';
 import { ApiMetrics, type MetricsCollector, observedContext } from './metrics.ts';
 import { openapiPath, renderDocsPage, swaggerOptions } from './openapi.ts';
-import { HttpProblem, pathOf, rawProblem, sendProblem, toProblem } from './problem.ts';
+import { HttpProblem, PROBLEM_TYPE, pathOf, rawProblem, sendProblem, toProblem } from './problem.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
 import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { opsRoutes } from './routes/ops.ts';
@@ -68,8 +69,17 @@ export interface AlpServer {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-export function defaultLogger(level = 'info'): Logger {
-  return pino({ level, base: { service: 'alp', pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
+/**
+ * JSON lines on stdout. Every line passes through redactTokens on its way out: whatever a request
+ * carried (a token in its path, query, request id or body, echoed in an error detail), no bearer token
+ * reaches the log. The Authorization header itself is never logged (observe() logs no headers).
+ */
+export function defaultLogger(
+  level = 'info',
+  destination: { write(line: string): unknown } = pino.destination({ dest: 1, sync: true }),
+): Logger {
+  const out = { write: (line: string) => destination.write(redactTokens(line)) };
+  return pino({ level, base: { service: 'alp', pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, out);
 }
 
 export async function buildServer(base: ServiceContext, options: ServerOptions = {}): Promise<AlpServer> {
@@ -89,7 +99,8 @@ export async function buildServer(base: ServiceContext, options: ServerOptions =
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomUUID();
+      // A client's id is kept when it is short and plain, and never when it looks like a token.
+      return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) && !given.startsWith('alp_') ? given : randomUUID();
     },
     bodyLimit: options.jsonBodyLimit ?? DEFAULT_JSON_BODY_LIMIT,
     return503OnClosing: false,
@@ -114,6 +125,25 @@ export async function buildServer(base: ServiceContext, options: ServerOptions =
       } else socket.destroy();
     },
   }) as unknown as FastifyInstance;
+
+  // Requests Node answers itself, outside fastify: a CONNECT (this is no proxy) would get its socket
+  // closed without a word, an Expect other than 100-continue a bare 417. Both get a problem document.
+  app.server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => {});
+    socket.end(rawProblem(405, 'INVALID', 'CONNECT is not supported: this server is not a proxy', { allow: 'GET, HEAD, POST, PUT' }));
+    // Whatever the client sends after the request is read and dropped (a paused socket would never see
+    // the client's close), and the socket does not outlive a second.
+    socket.resume();
+    setTimeout(() => socket.destroy(), 1000).unref();
+  });
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const detail = `the expectation ${JSON.stringify(String(req.headers.expect).slice(0, 100))} is not supported (only 100-continue)`;
+    const body = JSON.stringify({
+      ...toProblem(new HttpProblem(417, 'INVALID', detail, { title: 'Expectation failed' }), { id: randomUUID(), url: req.url ?? '' })
+        .problem,
+    });
+    res.writeHead(417, { 'content-type': PROBLEM_TYPE, 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+  });
 
   app.decorateRequest('principal', null);
   app.setValidatorCompiler(({ schema, httpPart }) => typeboxValidator(schema as TSchema, httpPart ?? 'body'));

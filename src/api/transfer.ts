@@ -11,7 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Digest, fromStructuredDigest, toStructuredDigest } from '../core/digest.ts';
 import { IntegrityError, InvalidInput, TooLarge } from '../core/errors.ts';
 import type { ApiMetrics } from './metrics.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem, pathOf } from './problem.ts';
 
 export interface UploadInput {
   body: Readable;
@@ -46,6 +46,10 @@ export function uploadInput(request: FastifyRequest, maxBytes: number, metrics: 
     }
   };
   const body = new Coalescer(COALESCE_BYTES, count);
+  // The consumer (the content store) sees the body's errors through its reads; this listener only
+  // keeps an error that comes before the first read (a client aborting while the handler still checks
+  // the request or reserves a version number) from being an uncaught 'error' that ends the process.
+  body.on('error', () => {});
   body.once('close', () => {
     if (pending) metrics.bytesIn.inc({ route }, pending);
     pending = 0;
@@ -53,15 +57,26 @@ export function uploadInput(request: FastifyRequest, maxBytes: number, metrics: 
   // pipe() keeps reading the socket while the store writes, up to the coalescer's buffers; errors and
   // an early close of the request end the body with an error, so the store discards its temp file.
   raw.pipe(body);
-  raw.on('error', (e) => body.destroy(e));
+  raw.on('error', (e) => body.destroy(clientAborted(e)));
   raw.on('close', () => {
-    if (!raw.complete) body.destroy(new Error('the request was aborted before its body ended'));
+    if (!raw.complete) body.destroy(clientAborted());
   });
   const dispose = () => {
     raw.unpipe(body);
     body.destroy();
   };
   return { body, expectedDigest, maxBytes, dispose };
+}
+
+/**
+ * The client went away before its body ended: the upload is discarded (the store removes its temp
+ * file). Not a server fault, so it is answered (if anyone still listens) and logged as a 400.
+ */
+export function clientAborted(cause?: unknown): HttpProblem {
+  return new HttpProblem(400, 'INVALID', 'the request was aborted before its body ended; nothing was stored', {
+    title: 'Request aborted',
+    ...(cause === undefined ? {} : { cause }),
+  });
 }
 
 /** Bytes per store write: socket reads (≤ 64 KiB) are gathered into writes of about this size. */
@@ -267,7 +282,7 @@ function onIntegrityFailure(request: FastifyRequest, metrics: ApiMetrics, e: Int
   metrics.integrityFailures.inc({ operation: 'download' });
   request.log.error(
     { code: e.code, key: e.details?.key, expected: e.details?.expected, bytes_sent: sent },
-    `integrity failure while serving ${request.url}: ${e.message}`,
+    `integrity failure while serving ${pathOf(request.url)}: ${e.message}`,
   );
 }
 
