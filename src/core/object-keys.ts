@@ -11,8 +11,20 @@ export const EXECUTION_OUTPUTS = ['output.json', 'stdout.log', 'stderr.log'] as 
 export type ExecutionOutput = (typeof EXECUTION_OUTPUTS)[number];
 
 // C0 and C1 controls, DEL, and the bidirectional overrides and isolates that make a name display as
-// something it is not.
+// something it is not. Every object key is checked against these (keys already stored included).
 const FORBIDDEN_CHARS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
+
+/**
+ * Characters that are invisible or only steer the display, refused in new filenames and in every text
+ * shown to humans (names, labels, evidence, reasons, notes): the bidirectional marks (LRM, RLM, ALM),
+ * zero-width space, word joiner and invisible operators, the byte-order mark, the soft hyphen, the
+ * Mongolian vowel separator, deprecated format characters, interlinear annotations, Unicode tag
+ * characters and the supplementary variation selectors (both used to smuggle hidden text past a
+ * reader). Zero-width joiner and non-joiner (U+200C, U+200D) and the ordinary variation selectors stay
+ * accepted: Persian, Indic scripts and emoji sequences need them. docs/reliability.md records the choice.
+ */
+export const INVISIBLE_CHARS =
+  /[\u00ad\u061c\u180e\u200b\u200e\u200f\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]|[\u{e0100}-\u{e01ef}]/u;
 
 /** Returns the reason a filename is refused, or undefined when it is acceptable. */
 export function filenameProblem(name: string): string | undefined {
@@ -24,6 +36,7 @@ export function filenameProblem(name: string): string | undefined {
   if (name.includes('\\')) return 'filename must not contain "\\"';
   if (name.includes('\u0000')) return 'filename must not contain NUL';
   if (FORBIDDEN_CHARS.test(name)) return 'filename must not contain control or bidirectional-override characters';
+  if (INVISIBLE_CHARS.test(name)) return 'filename must not contain invisible or bidirectional-mark characters';
   if (name === '.' || name === '..') return 'filename must not be "." or ".."';
   if (name === METADATA_FILENAME) return `filename "${METADATA_FILENAME}" is reserved`;
   if (name.startsWith(ROLLBACK_PREFIX)) return `filename must not start with "${ROLLBACK_PREFIX}"`;
@@ -43,8 +56,13 @@ function isWellFormedUtf16(s: string): boolean {
   return !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
 }
 
+/** A short, quoted preview of a refused value; characters that would steer its display are escaped. */
 export function safePreview(s: string, max = 80): string {
-  return JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s);
+  const quoted = JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s);
+  return quoted.replace(
+    new RegExp(`${FORBIDDEN_CHARS.source}|${INVISIBLE_CHARS.source}`, 'gu'),
+    (c) => `\\u{${(c.codePointAt(0) as number).toString(16)}}`,
+  );
 }
 
 export const versionPrefix = (artifactId: string, version: number) => `artifacts/${artifactId}/v${version}/`;

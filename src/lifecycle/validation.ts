@@ -1,14 +1,19 @@
 import { InvalidInput } from '../core/errors.ts';
-import { safePreview } from '../core/object-keys.ts';
+import { INVISIBLE_CHARS, safePreview } from '../core/object-keys.ts';
 
 const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
 
-/** Free text shown to humans (names, reasons, evidence): bounded, no control or bidi-override characters. */
+/**
+ * Free text shown to humans (names, reasons, evidence): bounded, NFC, no control, bidi-override or
+ * invisible characters (object-keys.ts, INVISIBLE_CHARS).
+ */
 export function validateText(field: string, value: unknown, { min = 1, max = 200 } = {}): string {
   if (typeof value !== 'string') throw new InvalidInput(`${field} must be a string`);
   if (value.length < min || value.length > max) throw new InvalidInput(`${field} must be ${min}–${max} characters`);
   if (UNSAFE_TEXT.test(value))
     throw new InvalidInput(`${field} must not contain control or bidirectional-override characters`, { [field]: safePreview(value) });
+  if (INVISIBLE_CHARS.test(value))
+    throw new InvalidInput(`${field} must not contain invisible or bidirectional-mark characters`, { [field]: safePreview(value) });
   if (value !== value.normalize('NFC')) throw new InvalidInput(`${field} must be in Unicode NFC form`);
   if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(value))
     throw new InvalidInput(`${field} must be valid UTF-8`);
