@@ -38,6 +38,8 @@ import { isSegmentItem, loadChain, readSegmentObject, SEGMENT_TYPE, type Segment
 /** History stays hot (unpacked) for at least this long (seed 004: 90 days hot). */
 export const HOT_HISTORY_MS = 90 * DAY_MS;
 export const SEGMENT_MAX_ENTRIES = 2000;
+/** A segment's JSON Lines stay under this many bytes (readers refuse more than twice it: history.ts). */
+export const SEGMENT_MAX_RAW_BYTES = 32 * 1024 * 1024;
 
 export interface CompactOptions {
   /** Pack entries recorded before this instant; it must lie at least HOT_HISTORY_MS in the past. */
@@ -167,8 +169,7 @@ async function compactArtifact(ctx: ServiceContext, artifactId: string, before: 
     prevHash = e.hash as string;
     candidates.push(e);
   }
-  for (let i = 0; i < candidates.length; i += SEGMENT_MAX_ENTRIES) {
-    const part = candidates.slice(i, i + SEGMENT_MAX_ENTRIES);
+  for (const part of segmentParts(candidates)) {
     const kept = part.filter((e) => !leavesHotSet(e)).length;
     report.entries_packed += part.length;
     report.items_kept_hot += kept;
@@ -182,6 +183,25 @@ async function compactArtifact(ctx: ServiceContext, artifactId: string, before: 
   }
 }
 
+/** Cuts the entries to pack into segments of at most SEGMENT_MAX_ENTRIES entries and SEGMENT_MAX_RAW_BYTES. */
+export function segmentParts(entries: Item[]): Item[][] {
+  const parts: Item[][] = [];
+  let part: Item[] = [];
+  let bytes = 0;
+  for (const e of entries) {
+    const size = Buffer.byteLength(canonicalJson(e)) + 1;
+    if (part.length > 0 && (part.length >= SEGMENT_MAX_ENTRIES || bytes + size > SEGMENT_MAX_RAW_BYTES)) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(e);
+    bytes += size;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
+}
+
 /** Steps 1–3: write, read back and compare, then record the segment. */
 async function packSegment(ctx: ServiceContext, artifactId: string, part: Item[], before: Date, now: Date): Promise<SegmentWritten> {
   const raw = segmentLines(part);
@@ -191,7 +211,7 @@ async function packSegment(ctx: ServiceContext, artifactId: string, part: Item[]
   const put = await ctx.content.put(key, [gz], { expectedDigest: digest });
   // Verification before anything leaves the hot set: the stored object, read back through the
   // content store, holds exactly the items it replaces as the table holds them now.
-  const back = await readSegmentObject(ctx, key, digest, put.size);
+  const back = await readSegmentObject(ctx, key, digest, put.size, raw.length);
   const current = await ctx.items.batchGet(part.map((e) => ({ PK: e.PK, SK: e.SK })));
   if (back.length !== part.length || current.length !== part.length)
     throw new IntegrityError(

@@ -64,37 +64,78 @@ export function segmentLines(entries: Item[]): Buffer {
   return Buffer.from(entries.map((e) => `${canonicalJson(e)}\n`).join(''), 'utf8');
 }
 
-/** Reads a segment object through the content store (digest verified while streaming) and parses it. */
-export async function readSegmentObject(ctx: ServiceContext, key: string, digest: Digest, size?: number): Promise<Item[]> {
+/**
+ * Bounds on what a segment may hold, so that a damaged or hostile segment (a compression bomb, one
+ * enormous line) fails with IntegrityError instead of exhausting memory or time. Compaction writes at
+ * most 2,000 entries and 32 MiB of JSON Lines per segment (compaction.ts), each entry one table item
+ * (DynamoDB: at most 400 KB); readers allow twice that.
+ */
+export const MAX_SEGMENT_OBJECT_BYTES = 64 * 1024 * 1024;
+export const MAX_SEGMENT_RAW_BYTES = 64 * 1024 * 1024;
+export const MAX_SEGMENT_LINE_BYTES = 1024 * 1024;
+
+/**
+ * Reads a segment object through the content store (digest verified while streaming, nothing parsed
+ * before it verified) and parses it. `rawBytes` (the segment item's `raw_bytes`) is what the JSON Lines
+ * must decompress to exactly; decompression stops one byte past it (or past MAX_SEGMENT_RAW_BYTES).
+ */
+export async function readSegmentObject(
+  ctx: ServiceContext,
+  key: string,
+  digest: Digest,
+  size?: number,
+  rawBytes?: number,
+): Promise<Item[]> {
+  if (size !== undefined && !(Number.isSafeInteger(size) && size >= 0 && size <= MAX_SEGMENT_OBJECT_BYTES))
+    throw new IntegrityError(`segment ${key} is recorded as ${String(size)} bytes; a segment is at most ${MAX_SEGMENT_OBJECT_BYTES}`);
   const stream = await ctx.content.get(key, digest, size === undefined ? {} : { expectedSize: size });
   const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(Buffer.from(c as Uint8Array));
+  let read = 0;
+  for await (const c of stream) {
+    read += (c as Uint8Array).length;
+    if (read > MAX_SEGMENT_OBJECT_BYTES) {
+      stream.destroy();
+      throw new IntegrityError(`segment ${key} is larger than ${MAX_SEGMENT_OBJECT_BYTES} bytes`);
+    }
+    chunks.push(Buffer.from(c as Uint8Array));
+  }
+  const known = rawBytes !== undefined && Number.isSafeInteger(rawBytes) && rawBytes >= 0;
+  const limit = Math.min(MAX_SEGMENT_RAW_BYTES, known ? rawBytes : MAX_SEGMENT_RAW_BYTES);
   let raw: Buffer;
   try {
-    raw = gunzipSync(Buffer.concat(chunks));
+    raw = gunzipSync(Buffer.concat(chunks), { maxOutputLength: limit + 1 });
   } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || e instanceof RangeError)
+      throw new IntegrityError(`segment ${key} expands beyond ${limit} bytes${known ? ' (its recorded size)' : ''}; refusing it`);
     throw new IntegrityError(`segment ${key} is not valid gzip: ${(e as Error).message}`);
   }
-  const text = raw.toString('utf8');
-  if (text.length > 0 && !text.endsWith('\n')) throw new IntegrityError(`segment ${key} does not end with a newline`);
-  return text
-    .split('\n')
-    .slice(0, -1)
-    .map((line, i) => {
-      try {
-        const item = JSON.parse(line) as Item;
-        if (typeof item !== 'object' || item === null || typeof item.PK !== 'string') throw new Error('not an item');
-        return item;
-      } catch (e) {
-        throw new IntegrityError(`segment ${key} line ${i + 1} is not an item: ${(e as Error).message}`);
-      }
-    });
+  if (raw.length > limit || (known && raw.length !== rawBytes))
+    throw new IntegrityError(
+      `segment ${key} holds ${raw.length} bytes of JSON Lines where ${limit}${known ? ' are recorded' : ' at most are allowed'}`,
+    );
+  if (raw.length > 0 && raw[raw.length - 1] !== 0x0a) throw new IntegrityError(`segment ${key} does not end with a newline`);
+  const items: Item[] = [];
+  for (let start = 0, n = 1; start < raw.length; n++) {
+    const end = raw.indexOf(0x0a, start);
+    if (end - start > MAX_SEGMENT_LINE_BYTES)
+      throw new IntegrityError(`segment ${key} line ${n} is ${end - start} bytes; a packed entry is at most ${MAX_SEGMENT_LINE_BYTES}`);
+    const line = raw.toString('utf8', start, end);
+    start = end + 1;
+    try {
+      const item = JSON.parse(line) as Item;
+      if (typeof item !== 'object' || item === null || Array.isArray(item) || typeof item.PK !== 'string') throw new Error('not an item');
+      items.push(item);
+    } catch (e) {
+      throw new IntegrityError(`segment ${key} line ${n} is not an item: ${(e as Error).message.slice(0, 200)}`);
+    }
+  }
+  return items;
 }
 
 /** Loads and checks one segment: its object, and that it holds exactly the entries its item says. */
 export async function loadSegment(ctx: ServiceContext, seg: SegmentItem): Promise<LoadedSegment> {
   try {
-    const entries = await readSegmentObject(ctx, seg.key, seg.digest, seg.size);
+    const entries = await readSegmentObject(ctx, seg.key, seg.digest, seg.size, seg.raw_bytes);
     const expected = seg.last_seq - seg.first_seq + 1;
     if (entries.length !== expected || entries.length !== seg.entries)
       return { item: seg, entries: [], problem: `segment holds ${entries.length} entries where its item says ${seg.entries}` };

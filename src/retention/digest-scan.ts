@@ -40,9 +40,15 @@ function isGzip(head: Buffer): boolean {
 
 /**
  * Scans a stream's bytes for digests; when the stream is gzip, scans the decompressed bytes as well
- * (conservative: both). Throws INVALID when decompression exceeds `maxDecompressed`.
+ * (conservative: both). Throws INVALID when decompression exceeds `maxDecompressed`, naming `what` (the
+ * object's key) so that the operator can find it: the references past the bound cannot be known, so a
+ * reference scan that meets such an object fails closed.
  */
-export async function scanForDigests(source: AsyncIterable<Uint8Array>, maxDecompressed = MAX_DECOMPRESSED_BYTES): Promise<Set<string>> {
+export async function scanForDigests(
+  source: AsyncIterable<Uint8Array>,
+  maxDecompressed = MAX_DECOMPRESSED_BYTES,
+  what = 'compressed content',
+): Promise<Set<string>> {
   const raw = new DigestScanner();
   let gunzip: ReturnType<typeof createGunzip> | undefined;
   let inflated: DigestScanner | undefined;
@@ -59,7 +65,10 @@ export async function scanForDigests(source: AsyncIterable<Uint8Array>, maxDecom
         for await (const d of g as AsyncIterable<Buffer>) {
           scanner.push(d);
           if (scanner.bytes > maxDecompressed) {
-            const bomb = new InvalidInput(`compressed content expands beyond ${maxDecompressed} bytes; refusing to scan it`);
+            const bomb = new InvalidInput(
+              `${what} expands beyond ${maxDecompressed} bytes when decompressed; refusing to scan it, so the references inside it cannot be known and nothing is reclaimed`,
+              { object: what, limit: maxDecompressed },
+            );
             g.destroy(bomb);
             throw bomb;
           }

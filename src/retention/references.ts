@@ -267,7 +267,7 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
         yield c;
       }
     };
-    const found = await scanForDigests(hashing(await readRaw(ctx, key)));
+    const found = await scanForDigests(hashing(await readRaw(ctx, key)), undefined, `object ${key}`);
     objectsRead++;
     bytesRead += acc.size;
     const digest = acc.digest();
