@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { InvalidInput } from '../core/errors.ts';
+import { IntegrityError, InvalidInput } from '../core/errors.ts';
 
 export const SCAN_CHUNK_BYTES = 64 * 1024;
 /** A match is 71 bytes; keeping the last 70 of a chunk finds one that straddles the boundary. */
@@ -42,13 +42,18 @@ function isGzip(head: Buffer): boolean {
  * Scans a stream's bytes for digests; when the stream is gzip, scans the decompressed bytes as well
  * (conservative: both). Throws INVALID when decompression exceeds `maxDecompressed`, naming `what` (the
  * object's key) so that the operator can find it: the references past the bound cannot be known, so a
- * reference scan that meets such an object fails closed.
+ * reference scan that meets such an object fails closed. Content that merely starts like gzip and is
+ * not is scanned as it is; but with `requireGzip` (packed history segments, which are always gzip)
+ * content that is not whole, valid gzip fails with INTEGRITY, since the references inside are unknown.
  */
 export async function scanForDigests(
   source: AsyncIterable<Uint8Array>,
   maxDecompressed = MAX_DECOMPRESSED_BYTES,
   what = 'compressed content',
+  requireGzip = false,
 ): Promise<Set<string>> {
+  const unreadable = (why: string) =>
+    new IntegrityError(`${what} ${why}; the references inside it cannot be read, so nothing is reclaimed`, { object: what });
   const raw = new DigestScanner();
   let gunzip: ReturnType<typeof createGunzip> | undefined;
   let inflated: DigestScanner | undefined;
@@ -56,6 +61,7 @@ export async function scanForDigests(
   let first = true;
   for await (const c of source) {
     const chunk = Buffer.isBuffer(c) ? c : Buffer.from(c);
+    if (first && requireGzip && !isGzip(chunk)) throw unreadable('is not gzip');
     if (first && isGzip(chunk)) {
       gunzip = createGunzip();
       const scanner = new DigestScanner();
@@ -85,14 +91,16 @@ export async function scanForDigests(
       });
     }
   }
+  if (first && requireGzip) throw unreadable('is empty');
   if (gunzip && inflating && inflated) {
     gunzip.end();
     try {
       await inflating;
     } catch (e) {
       gunzip.destroy();
-      // Not valid gzip after all: the raw scan stands. A bomb is an error.
+      // Not valid gzip after all: the raw scan stands (unless gzip is required). A bomb is an error.
       if (e instanceof InvalidInput) throw e;
+      if (requireGzip) throw unreadable(`is not valid gzip (${(e as Error).message})`);
     }
     for (const d of inflated.found) raw.found.add(d);
   }

@@ -267,7 +267,12 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
         yield c;
       }
     };
-    const found = await scanForDigests(hashing(await readRaw(ctx, key)), undefined, `object ${key}`);
+    const found = await scanForDigests(
+      hashing(await readRaw(ctx, key)),
+      undefined,
+      `object ${key}`,
+      key.startsWith(HISTORY_SEGMENT_PREFIX),
+    );
     objectsRead++;
     bytesRead += acc.size;
     const digest = acc.digest();

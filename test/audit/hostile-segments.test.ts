@@ -3,7 +3,8 @@
  * a compression bomb (gzip members expanding to GiBs), one oversized JSON line, lines that are not
  * items, and wrong digests. `alp history` fails closed (exit 5, one line), `alp audit verify` reports
  * the segment and exits 5, both bounded in time and memory (decompression stops at the segment's
- * recorded size); the retention digest scanner refuses a bomb past its bound instead of inflating it.
+ * recorded size); the retention reference scan fails closed on a segment it cannot read whole (it
+ * would not know the references inside), and refuses a bomb past its bound instead of inflating it.
  * A damaged segment is never mistaken for a shorter history.
  */
 import assert from 'node:assert/strict';
@@ -17,13 +18,14 @@ import { history, MAX_SEGMENT_LINE_BYTES, type SegmentItem } from '../../src/aud
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { digestHex, sha256 } from '../../src/core/digest.ts';
-import { IntegrityError, InvalidInput } from '../../src/core/errors.ts';
+import { AlpError, IntegrityError, InvalidInput } from '../../src/core/errors.ts';
 import { artifactPk } from '../../src/core/keys.ts';
 import { historySegmentKey } from '../../src/core/object-keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { initInstallation } from '../../src/lifecycle/installation.ts';
 import { propose, withdraw } from '../../src/lifecycle/transitions.ts';
 import { scanForDigests } from '../../src/retention/digest-scan.ts';
+import { scanReferences } from '../../src/retention/references.ts';
 import { queryAll } from '../../src/store/item-store.ts';
 import { captureCli, patchCliOutput } from '../helpers/cli-inprocess.ts';
 import { embeddedContext, type TestContext } from '../helpers/context.ts';
@@ -71,6 +73,15 @@ describe('hostile packed history segments and compressed content', () => {
     await ctx.items.put({ ...original, key, digest, size: gz.length, ...item });
   }
 
+  /** The retention reference scan refuses to go on without the references a segment holds. */
+  async function scanFailsClosed(what: string, code: 'INTEGRITY' | 'INVALID'): Promise<void> {
+    await assert.rejects(scanReferences(ctx), (e: unknown) => {
+      assert.ok(e instanceof AlpError && e.code === code, `${what}: ${String(e)}`);
+      assert.match(e.message, /history\/segments\//, what);
+      return true;
+    });
+  }
+
   async function failsClosed(what: string, pattern: RegExp): Promise<void> {
     const rss0 = process.memoryUsage().rss;
     const started = performance.now();
@@ -105,11 +116,13 @@ describe('hostile packed history segments and compressed content', () => {
   it('malformed gzip fails closed', async () => {
     await plant(Buffer.from('this is not gzip at all\n'));
     await failsClosed('malformed', /not valid gzip/);
+    await scanFailsClosed('malformed', 'INTEGRITY');
   });
 
   it('truncated gzip fails closed', async () => {
     await plant(originalGz.subarray(0, Math.floor(originalGz.length / 2)));
     await failsClosed('truncated', /not valid gzip|unexpected end/);
+    await scanFailsClosed('truncated', 'INTEGRITY');
   });
 
   it('a compression bomb stops at the recorded size instead of expanding to GiBs', async () => {
@@ -117,6 +130,7 @@ describe('hostile packed history segments and compressed content', () => {
     const gz = Buffer.concat([originalGz, bomb(32)]);
     await plant(gz, { raw_bytes: original.raw_bytes });
     await failsClosed('bomb', /expands beyond \d+ bytes/);
+    await scanFailsClosed('bomb', 'INVALID');
     // Without a recorded size (an item from before raw_bytes, or edited), the absolute bound holds.
     await plant(gz, { raw_bytes: undefined as unknown as number });
     await failsClosed('bomb, no recorded size', /expands beyond \d+ bytes/);
@@ -135,6 +149,7 @@ describe('hostile packed history segments and compressed content', () => {
   it('a wrong digest, size or recorded length fails closed', async () => {
     await ctx.items.put({ ...original, digest: sha256('something else') });
     await failsClosed('wrong digest', /digest|does not match/);
+    await scanFailsClosed('wrong digest', 'INTEGRITY');
     await ctx.items.put({ ...original, size: original.size + 1 });
     await failsClosed('wrong size', /bytes|size|shorter|longer/);
     await ctx.items.put({ ...original, raw_bytes: original.raw_bytes + 1 });
