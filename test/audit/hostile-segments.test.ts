@@ -63,7 +63,11 @@ describe('hostile packed history segments and compressed content', () => {
     original = (await queryAll(ctx.items, { pk: artifactPk(id) })).find((i) => i.type === 'history_segment') as SegmentItem;
     originalGz = fs.readFileSync(path.join(ctx.contentRoot, original.key));
   });
-  after(() => unpatch());
+  after(() => {
+    unpatch();
+    // history + audit verify + both CLI commands per hostile segment.
+    console.log(`# hostile segments, failed closed: ${figures.join('; ')}`);
+  });
 
   /** Stores `gz` as a segment object named by its digest and points the segment item at it. */
   async function plant(gz: Buffer, item: Partial<SegmentItem> = {}): Promise<void> {
@@ -82,6 +86,7 @@ describe('hostile packed history segments and compressed content', () => {
     });
   }
 
+  const figures: string[] = [];
   async function failsClosed(what: string, pattern: RegExp): Promise<void> {
     const rss0 = process.memoryUsage().rss;
     const started = performance.now();
@@ -104,6 +109,7 @@ describe('hostile packed history segments and compressed content', () => {
     assert.match(cliVerify.stderr, /^alp: INTEGRITY: audit chain broken at [^\n]+\n$/);
     const ms = performance.now() - started;
     const grew = (process.memoryUsage().rss - rss0) / MiB;
+    figures.push(`${what}: ${ms.toFixed(0)} ms, RSS +${Math.max(0, grew).toFixed(0)} MiB`);
     assert.ok(ms < 10_000, `${what}: took ${ms.toFixed(0)} ms`);
     assert.ok(grew < 128, `${what}: RSS grew by ${grew.toFixed(0)} MiB`);
   }
