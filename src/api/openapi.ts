@@ -128,7 +128,7 @@ function complete(doc: Json, rawRoutes: Map<string, { upload: boolean; download:
     if (spec.url.includes(':')) responses['404'] ??= problem('no such artifact, version or run (code NOT_FOUND)');
     if (spec.method === 'POST' || spec.method === 'PUT')
       responses['409'] ??= problem('conflict or illegal transition (codes CONFLICT, ILLEGAL_TRANSITION, …)');
-    responses['5XX'] ??= problem('server-side failure (code INTERNAL, MAINTENANCE, THROTTLED)');
+    responses['5XX'] ??= problem('server-side failure (code INTERNAL, MAINTENANCE, THROTTLED, STORAGE)');
     op.responses = responses;
   }
   // fastify exposes HEAD for every GET; only the HEAD operations of the table are documented.
@@ -206,6 +206,11 @@ export function renderDocsPage(doc: Json): string {
     ['TOO_LARGE', 413, 'over the upload limit (431 for headers)'],
     ['INTEGRITY', '400 / 502', 'upload: the body does not match the client digest; download: stored bytes do not match'],
     ['MAINTENANCE / THROTTLED', 503, 'writers fenced, storage busy, or shutting down'],
+    [
+      'STORAGE',
+      503,
+      'the storage failed (disk full, I/O error, a timeout whose write may or may not have taken effect: re-read before retrying)',
+    ],
     ['INTERNAL', 500, 'a server fault; the log has it under the request id'],
   ]
     .map(([c, s, d]) => `<tr><td><code>${esc(c)}</code></td><td>${esc(s)}</td><td>${esc(d)}</td></tr>`)

@@ -6,7 +6,7 @@
  * the rest.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AlpError, type ErrorCode } from '../core/errors.ts';
+import { AlpError, type ErrorCode, toAlpError } from '../core/errors.ts';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
@@ -72,8 +72,11 @@ export function problemTypeUri(code: ErrorCode): string {
 }
 
 /** The problem document for any error; `internal` tells the caller to log it as a server fault. */
-export function toProblem(err: unknown, request: { id: string; url: string }): { problem: Problem; internal: boolean } {
+export function toProblem(raw: unknown, request: { id: string; url: string }): { problem: Problem; internal: boolean } {
   const instance = pathOf(request.url);
+  // A failing disk or a lost storage connection is told as such (503 STORAGE), not as a bug.
+  const storage = raw instanceof AlpError ? undefined : toAlpError(raw);
+  const err = storage?.code === 'STORAGE' ? storage : raw;
   if (err instanceof AlpError && err.code !== 'INTERNAL') {
     const status = err.httpStatus;
     const problem: Problem = {
@@ -157,6 +160,8 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
   if (!request.raw.complete) reply.header('connection', 'close');
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   if (problem.status === 401) reply.header('www-authenticate', 'Bearer realm="alp"');
+  if ((problem.code === 'THROTTLED' || problem.code === 'STORAGE') && headers['retry-after'] === undefined)
+    reply.header('retry-after', '1');
   // A Buffer, so no charset parameter is appended (JSON is UTF-8; RFC 9457 defines none).
   reply
     .code(problem.status)

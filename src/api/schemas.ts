@@ -273,6 +273,7 @@ const ProblemDef = Type.Object(
         'RESTORE_HELD',
         'MAINTENANCE',
         'THROTTLED',
+        'STORAGE',
         'INTEGRITY',
         'UNAUTHENTICATED',
         'FORBIDDEN',

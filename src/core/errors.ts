@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'RESTORE_HELD'
   | 'MAINTENANCE'
   | 'THROTTLED'
+  | 'STORAGE'
   | 'INTEGRITY'
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN';
@@ -34,6 +35,7 @@ export type ErrorCode =
 const EXIT_BY_CODE: Record<ErrorCode, number> = {
   INTERNAL: ExitCode.INTERNAL,
   THROTTLED: ExitCode.INTERNAL,
+  STORAGE: ExitCode.INTERNAL,
   USAGE: ExitCode.USAGE,
   INVALID: ExitCode.USAGE,
   TOO_LARGE: ExitCode.USAGE,
@@ -53,6 +55,7 @@ const EXIT_BY_CODE: Record<ErrorCode, number> = {
 const HTTP_BY_CODE: Record<ErrorCode, number> = {
   INTERNAL: 500,
   THROTTLED: 503,
+  STORAGE: 503,
   USAGE: 400,
   INVALID: 400,
   TOO_LARGE: 413,
@@ -72,6 +75,7 @@ const HTTP_BY_CODE: Record<ErrorCode, number> = {
 const TITLE_BY_CODE: Record<ErrorCode, string> = {
   INTERNAL: 'Internal error',
   THROTTLED: 'Storage is busy, retry later',
+  STORAGE: 'Storage failure',
   USAGE: 'Invalid usage',
   INVALID: 'Invalid input',
   TOO_LARGE: 'Content too large',
@@ -171,6 +175,16 @@ export class Throttled extends AlpError {
   }
 }
 
+/**
+ * The storage itself failed (disk full, I/O error, a timeout or lost connection whose write may or
+ * may not have taken effect). Not a bug of ALP: the message says what failed and is safe to show.
+ */
+export class StorageFailure extends AlpError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('STORAGE', message, undefined, options);
+  }
+}
+
 export class IntegrityError extends AlpError {
   constructor(message: string, details?: Record<string, unknown>) {
     super('INTEGRITY', message, details);
@@ -238,9 +252,9 @@ export function toAlpError(e: unknown): AlpError {
   const code = typeof err?.code === 'string' ? err.code : undefined;
   const family = code === undefined ? undefined : Object.keys(STORAGE_FAILURES).find((k) => code === k || code.startsWith(`${k}_`));
   const storage = family === undefined ? undefined : STORAGE_FAILURES[family];
-  if (code && storage) return new InternalError(`storage failure: ${code} (${storage})`, { cause: e });
+  if (code && storage) return new StorageFailure(`storage failure: ${code} (${storage})`, { cause: e });
   if ((code && LOST_CONNECTION.has(code)) || err?.name === 'TimeoutError') {
-    return new InternalError(
+    return new StorageFailure(
       `storage ${code === 'ETIMEDOUT' || err?.name === 'TimeoutError' ? 'timeout' : 'connection lost'} (${code ?? err?.name}): the operation may or may not have taken effect; check before retrying`,
       { cause: e },
     );

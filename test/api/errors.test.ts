@@ -170,4 +170,26 @@ describe('HTTP API: internal failures', () => {
       await h.ctx.content.close();
     }
   });
+
+  it('a failing disk is a 503 STORAGE that says what failed, with Retry-After, logged as an error', async () => {
+    const h = await startApi();
+    try {
+      // The one fault a test cannot produce for real here: the disk answering EIO.
+      const items = h.ctx.items as unknown as { query: (...a: unknown[]) => Promise<unknown> };
+      items.query = async () => {
+        throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO', errno: -5 });
+      };
+      const r = await h.call('GET', '/v1/artifacts', { token: h.tokens.human });
+      assert.equal(r.status, 503);
+      assert.equal(r.headers.get('content-type'), 'application/problem+json');
+      assert.equal(r.headers.get('retry-after'), '1');
+      assert.equal(r.json.code, 'STORAGE');
+      assert.equal(r.json.detail, 'storage failure: EIO (input/output error)');
+      assert.ok(h.logs.some((l) => l.reqId === r.json.request_id && l.level === 50));
+    } finally {
+      await h.server.shutdown(100);
+      await h.ctx.items.close();
+      await h.ctx.content.close();
+    }
+  });
 });

@@ -95,7 +95,7 @@ describe('fs engine: fsync failures and torn writes', () => {
       );
       assert.ok(err, 'the create failed');
       const shown = toAlpError(err);
-      assert.match(`${shown.code}: ${shown.message}`, /^(INTERNAL: storage failure: EIO \(input\/output error\)|INTEGRITY: torn write)/);
+      assert.match(`${shown.code}: ${shown.message}`, /^(STORAGE: storage failure: EIO \(input\/output error\)|INTEGRITY: torn write)/);
       const heads = (await items.scan()).items.filter((i) => i.type === 'head');
       assert.deepEqual(heads, [], 'nothing was committed');
       assert.equal((await reconcile(ctx, { actor: 't' })).status, 'VERIFIED');

@@ -50,7 +50,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { describeMetadata, type MetadataConfig } from '../../core/config.ts';
-import { ConditionFailed, InternalError, InvalidInput, Throttled, TransactionConflict } from '../../core/errors.ts';
+import { ConditionFailed, InternalError, InvalidInput, StorageFailure, Throttled, TransactionConflict } from '../../core/errors.ts';
 import type {
   Item,
   ItemKey,
@@ -660,7 +660,7 @@ export class DynamoItemStore implements ItemStore {
           },
         );
       }
-      return new InternalError(`DynamoDB ${op} on ${this.table} failed and the write may or may not have been applied: ${detail}`, {
+      return new StorageFailure(`DynamoDB ${op} on ${this.table} failed and the write may or may not have been applied: ${detail}`, {
         cause: e,
       });
     }
