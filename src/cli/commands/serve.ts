@@ -97,7 +97,7 @@ export function registerServeCommands(program: Command): void {
       await serveUntilSignal(rt, parseServeOptions(o), (url) => {
         if (!url) return;
         if (rt.opts.json) process.stdout.write(`${JSON.stringify({ ...status, url })}\n`);
-        else process.stdout.write(`ALP installation ${status.installation_id} serving on ${url} (API page ${url}/docs)\n`);
+        else process.stdout.write(`ALP installation ${status.installation_id} serving on ${url} (web UI ${url}/, API page ${url}/docs)\n`);
       });
     }),
   );
