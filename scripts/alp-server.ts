@@ -3,94 +3,15 @@
  * own working directory and environment, loopback only, a free port; resolves with the status line it
  * prints (URL, bootstrap tokens). Also: the resident memory of a process, and a CLI run.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
+import { ALP_FROM_SOURCE, type AlpProcessHandle, cleanAlpEnv, repoRoot, startAlpProcess } from '../test/helpers/alp-process.ts';
 
-export const root = path.resolve(import.meta.dirname, '..');
-const tsx = import.meta.resolve('tsx');
-const MAIN = path.join(root, 'src/cli/main.ts');
+export const root = repoRoot;
+export type AlpServer = AlpProcessHandle;
 
-export interface AlpServer {
-  child: ChildProcess;
-  pid: number;
-  url: string;
-  status: { url: string; installation_id: string; tokens: Array<{ principal: string; kind: string; token: string }> };
-  stdout(): string;
-  stderr(): string;
-  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const cleanEnv = (env: Record<string, string>) =>
-  ({
-    ...process.env,
-    ALP_TOKEN: undefined,
-    ALP_DATA: undefined,
-    ALP_NOW: undefined,
-    ALP_METADATA: undefined,
-    ALP_CONTENT: undefined,
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-    ...env,
-  }) as NodeJS.ProcessEnv;
-
-export async function startAlpServer(opts: { args: string[]; cwd: string; env?: Record<string, string> }): Promise<AlpServer> {
-  const child = spawn(process.execPath, ['--import', tsx, MAIN, 'start', '--host', '127.0.0.1', '--port', '0', '--json', ...opts.args], {
-    cwd: opts.cwd,
-    env: cleanEnv(opts.env ?? {}),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (b: Buffer) => {
-    out += b.toString('utf8');
-  });
-  child.stderr?.on('data', (b: Buffer) => {
-    err += b.toString('utf8');
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => {
-      process.off('exit', kill);
-      resolve({ code, signal });
-    }),
-  );
-  const status = await new Promise<AlpServer['status']>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`alp start did not report within 60 s:\n${out}\n${err}`)), 60_000);
-    const look = () => {
-      for (const line of out.split('\n')) {
-        if (!line.startsWith('{"installation_id"') && !line.includes('"url"')) continue;
-        try {
-          const doc = JSON.parse(line) as AlpServer['status'];
-          if (doc.installation_id && doc.url) {
-            clearTimeout(timer);
-            child.stdout?.off('data', look);
-            resolve(doc);
-            return;
-          }
-        } catch {
-          // a partial line
-        }
-      }
-    };
-    child.stdout?.on('data', look);
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`alp start exited (${code ?? signal}) before serving:\n${out}\n${err}`));
-    });
-  });
-  return {
-    child,
-    pid: child.pid as number,
-    url: status.url,
-    status,
-    stdout: () => out,
-    stderr: () => err,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
-  };
+export function startAlpServer(opts: { args: string[]; cwd: string; env?: Record<string, string> }): Promise<AlpServer> {
+  return startAlpProcess(opts);
 }
 
 /** Runs the CLI to its end; resolves with its exit code and output. */
@@ -99,9 +20,9 @@ export function runCliProcess(
   opts: { cwd: string; env?: Record<string, string> },
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', tsx, MAIN, ...args], {
+    const child = spawn(process.execPath, [...ALP_FROM_SOURCE, ...args], {
       cwd: opts.cwd,
-      env: cleanEnv(opts.env ?? {}),
+      env: cleanAlpEnv(opts.env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

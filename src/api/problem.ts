@@ -75,7 +75,9 @@ export function problemTypeUri(code: ErrorCode): string {
 export function toProblem(raw: unknown, request: { id: string; url: string }): { problem: Problem; internal: boolean } {
   const instance = pathOf(request.url);
   // A failing disk or a lost storage connection is told as such (503 STORAGE), not as a bug.
-  const storage = raw instanceof AlpError ? undefined : toAlpError(raw);
+  // (An error that carries its own HTTP status, such as a client's aborted body, keeps it.)
+  const storage =
+    raw instanceof AlpError || typeof (raw as { statusCode?: unknown } | null)?.statusCode === 'number' ? undefined : toAlpError(raw);
   const err = storage?.code === 'STORAGE' ? storage : raw;
   if (err instanceof AlpError && err.code !== 'INTERNAL') {
     const status = err.httpStatus;

@@ -4,6 +4,7 @@
  * types first. `/openapi.json` is generated from these.
  */
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { ERROR_CODES } from '../core/errors.ts';
 import { PRINCIPAL_KINDS } from '../lifecycle/model.ts';
 import { VERSION_STATES } from '../lifecycle/state-machine.ts';
 
@@ -261,25 +262,7 @@ const ProblemDef = Type.Object(
     detail: Type.String(),
     instance: Type.String({ description: 'the request path' }),
     code: Type.Union(
-      [
-        'INVALID',
-        'TOO_LARGE',
-        'NOT_FOUND',
-        'CONFLICT',
-        'CONDITION_FAILED',
-        'TRANSACTION_CONFLICT',
-        'ILLEGAL_TRANSITION',
-        'STALE_EPOCH',
-        'RESTORE_HELD',
-        'MAINTENANCE',
-        'THROTTLED',
-        'STORAGE',
-        'INTEGRITY',
-        'UNAUTHENTICATED',
-        'FORBIDDEN',
-        'USAGE',
-        'INTERNAL',
-      ].map((c) => Type.Literal(c)),
+      ERROR_CODES.map((c) => Type.Literal(c)),
       { description: 'stable error code, the same the CLI prints' },
     ),
     request_id: Type.String(),

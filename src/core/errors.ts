@@ -72,6 +72,14 @@ const HTTP_BY_CODE: Record<ErrorCode, number> = {
   FORBIDDEN: 403,
 };
 
+/** Every stable code, in the order of the table above. */
+export const ERROR_CODES = Object.keys(EXIT_BY_CODE) as ErrorCode[];
+
+/** The HTTP status a code answers with unless the HTTP adapter knows better. */
+export function httpStatusOfCode(code: ErrorCode): number {
+  return HTTP_BY_CODE[code];
+}
+
 const TITLE_BY_CODE: Record<ErrorCode, string> = {
   INTERNAL: 'Internal error',
   THROTTLED: 'Storage is busy, retry later',

@@ -4,21 +4,9 @@
  * generic `transition --to` cannot bypass approvals, executions, compensation or archiving.
  */
 import { IllegalTransition } from '../core/errors.ts';
+import { VERSION_STATES, type VersionState } from './states.ts';
 
-export const VERSION_STATES = [
-  'DRAFT',
-  'PROPOSED',
-  'APPROVED',
-  'REJECTED',
-  'SUPERSEDED',
-  'EXECUTING',
-  'EXECUTED',
-  'FAILED',
-  'COMPENSATING',
-  'COMPENSATED',
-  'ARCHIVED',
-] as const;
-export type VersionState = (typeof VERSION_STATES)[number];
+export { VERSION_STATES, type VersionState } from './states.ts';
 
 export type TransitionVia = 'manual' | 'supersede' | 'approval' | 'rejection' | 'execution' | 'compensation' | 'archive';
 

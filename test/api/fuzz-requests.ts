@@ -16,22 +16,10 @@
 import net from 'node:net';
 import fc from 'fast-check';
 import { ROUTES } from '../../src/api/access.ts';
+import { ERROR_CODES, httpStatusOfCode } from '../../src/core/errors.ts';
 
-export const PROBLEM_CODES = new Set([
-  'INVALID',
-  'TOO_LARGE',
-  'NOT_FOUND',
-  'CONFLICT',
-  'CONDITION_FAILED',
-  'TRANSACTION_CONFLICT',
-  'ILLEGAL_TRANSITION',
-  'STALE_EPOCH',
-  'RESTORE_HELD',
-  'UNAUTHENTICATED',
-  'FORBIDDEN',
-  'INTEGRITY',
-  'USAGE',
-]);
+/** The codes a client's request may earn: every 4xx code, and INTEGRITY (a digest the body does not match). */
+export const PROBLEM_CODES = new Set<string>(ERROR_CODES.filter((c) => httpStatusOfCode(c) < 500 || c === 'INTEGRITY'));
 
 export interface FuzzFixtures {
   tokens: { human: string; agent: string; service: string };

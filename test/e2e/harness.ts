@@ -4,10 +4,10 @@
  * driven by playwright-core. Never a browser download: a missing /usr/bin/chromium fails the run with
  * the command that installs it.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { ALP_BUILT, startAlpProcess } from '../helpers/alp-process.ts';
 
 export const root = path.resolve(import.meta.dirname, '../..');
 export const CHROMIUM = process.env.ALP_CHROMIUM ?? '/usr/bin/chromium';
@@ -23,11 +23,6 @@ export const CHROMIUM_ARGS = [
 ];
 export const SCREENSHOTS = path.join(root, 'test-results', 'screenshots');
 
-const running = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const c of running) c.kill('SIGKILL');
-});
-
 export interface AlpProcess {
   url: string;
   human: { principal: string; token: string };
@@ -39,70 +34,22 @@ export interface AlpProcess {
 
 /** Starts the built `alp start` on a new installation in `data`; resolves once it serves. */
 export async function startAlp(data: string): Promise<AlpProcess> {
-  const main = path.join(root, 'dist/cli/main.js');
-  for (const f of [main, path.join(root, 'dist/web/index.html')]) {
+  for (const f of [ALP_BUILT[0] as string, path.join(root, 'dist/web/index.html')]) {
     if (!fs.existsSync(f)) throw new Error(`${path.relative(root, f)} is missing: run \`npm run build\` first (npm install does it)`);
   }
-  const child = spawn(process.execPath, [main, 'start', '--data', data, '--port', '0', '--json', '--log-level', 'info'], {
-    cwd: root,
-    env: { ...process.env, ALP_TOKEN: undefined, ALP_DATA: undefined, ALP_NOW: undefined } as NodeJS.ProcessEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (b: Buffer) => {
-    out += b.toString('utf8');
-  });
-  child.stderr?.on('data', (b: Buffer) => {
-    err += b.toString('utf8');
-  });
-  const exited = new Promise<void>((resolve) =>
-    child.on('exit', () => {
-      running.delete(child);
-      resolve();
-    }),
-  );
-  type Status = { url: string; tokens: Array<{ principal: string; kind: string; token: string }> };
-  let statusLine = '';
-  const status = await new Promise<Status>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`alp start did not report within 30 s:\n${out}\n${err}`)), 30_000);
-    const look = () => {
-      for (const line of out.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        try {
-          const doc = JSON.parse(line) as Status & { installation_id?: string };
-          if (doc.installation_id && doc.url) {
-            statusLine = line;
-            clearTimeout(timer);
-            child.stdout?.off('data', look);
-            resolve(doc);
-            return;
-          }
-        } catch {
-          // a partial line
-        }
-      }
-    };
-    child.stdout?.on('data', look);
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new Error(`alp start exited before serving:\n${out}\n${err}`));
-    });
-  });
+  const alp = await startAlpProcess({ alp: ALP_BUILT, args: ['--data', data, '--log-level', 'info'], timeoutMs: 30_000 });
   const pick = (kind: string) => {
-    const t = status.tokens.find((x) => x.kind === kind);
+    const t = alp.status.tokens.find((x) => x.kind === kind);
     if (!t) throw new Error(`alp start printed no ${kind} token`);
     return { principal: t.principal, token: t.token };
   };
   return {
-    url: status.url,
+    url: alp.url,
     human: pick('human'),
     agent: pick('agent'),
-    logs: () => out.replace(statusLine, '') + err,
+    logs: () => alp.stdout().replace(alp.statusLine, '') + alp.stderr(),
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
+      await alp.stop();
     },
   };
 }

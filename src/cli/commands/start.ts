@@ -57,7 +57,9 @@ export function registerStartCommand(program: Command): void {
           `ALP installation ${status.installation_id} (${status.created ? 'created' : 'opened'})`,
           `  metadata: ${status.metadata}`,
           `  content:  ${status.content}`,
-          url ? `  serving:  ${url}/   (web UI; API page ${url}/docs, OpenAPI ${url}/openapi.json)` : '  not serving: the server could not listen',
+          url
+            ? `  serving:  ${url}/   (web UI; API page ${url}/docs, OpenAPI ${url}/openapi.json)`
+            : '  not serving: the server could not listen',
         ];
         if (tokens.length) {
           lines.push('  tokens for this new installation (shown once; only their hashes are stored):');

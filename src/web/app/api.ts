@@ -278,18 +278,6 @@ export interface OperationsStatus {
   uploads_in_flight: number;
 }
 
-export const STATES = [
-  'DRAFT',
-  'PROPOSED',
-  'APPROVED',
-  'REJECTED',
-  'SUPERSEDED',
-  'EXECUTING',
-  'EXECUTED',
-  'FAILED',
-  'COMPENSATING',
-  'COMPENSATED',
-  'ARCHIVED',
-] as const;
+export { VERSION_STATES as STATES } from '../../lifecycle/states.ts';
 
 export const enc = encodeURIComponent;
