@@ -8,6 +8,7 @@ import path from 'node:path';
 import { CommanderError } from 'commander';
 import { type AlpError, ExitCode, NotFound, toAlpError, UsageError } from '../core/errors.ts';
 import { redactTokens } from '../core/ids.ts';
+import { escapeForDisplay } from '../core/object-keys.ts';
 import { ALP_VERSION, buildProgram } from './program.ts';
 
 export { redactTokens };
@@ -68,6 +69,7 @@ export function userPathError(e: unknown, argv: string[]): AlpError | undefined 
   return err.code === 'ENOENT' ? new NotFound(message) : new UsageError(message);
 }
 
+/** One line on a terminal: line breaks folded, anything that could steer the display escaped. */
 function oneLine(s: string): string {
-  return s.replace(/\s*\n\s*/g, ' ');
+  return escapeForDisplay(s.replace(/\s*\n\s*/g, ' '));
 }

@@ -56,13 +56,16 @@ function isWellFormedUtf16(s: string): boolean {
   return !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
 }
 
+const STEERING_CHARS = new RegExp(`${FORBIDDEN_CHARS.source}|${INVISIBLE_CHARS.source}`, 'gu');
+
+/** `s` with every control, bidi and invisible character written as `\\u{hex}`: safe on a terminal. */
+export function escapeForDisplay(s: string): string {
+  return s.replace(STEERING_CHARS, (c) => `\\u{${(c.codePointAt(0) as number).toString(16)}}`);
+}
+
 /** A short, quoted preview of a refused value; characters that would steer its display are escaped. */
 export function safePreview(s: string, max = 80): string {
-  const quoted = JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s);
-  return quoted.replace(
-    new RegExp(`${FORBIDDEN_CHARS.source}|${INVISIBLE_CHARS.source}`, 'gu'),
-    (c) => `\\u{${(c.codePointAt(0) as number).toString(16)}}`,
-  );
+  return escapeForDisplay(JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s));
 }
 
 export const versionPrefix = (artifactId: string, version: number) => `artifacts/${artifactId}/v${version}/`;

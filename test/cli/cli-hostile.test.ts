@@ -78,6 +78,19 @@ describe('CLI: hostile paths and arguments (fuzz regressions)', () => {
     assert.equal(good.code, 0, good.stderr);
   });
 
+  it('an id with a carriage return, bidi override or invisible character is echoed escaped, never raw', async () => {
+    for (const [raw, shown] of [
+      ['abc\r', 'abc\\u{d}'],
+      ['x\u202egnp.sh', 'x\\u{202e}gnp.sh'],
+      ['a\u200bb\u001b[2J', 'a\\u{200b}b\\u{1b}[2J'],
+    ]) {
+      const r = await captureCli(['history', 'show', raw as string, '--data', data]);
+      oneError(r, 3, 'NOT_FOUND');
+      assert.ok(r.stderr.includes(shown as string), r.stderr);
+      assert.doesNotMatch(r.stderr.slice(0, -1), /[\u0000-\u001f\u202e\u200b]/);
+    }
+  });
+
   it('a token typed where it does not belong is never echoed on stderr', async () => {
     const created = await captureCli(['token', 'create', '--data', data, '--principal', 'p', '--kind', 'agent', '--json']);
     const token = JSON.parse(created.stdout).token as string;
