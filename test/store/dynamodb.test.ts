@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ConditionFailed, InternalError, InvalidInput, Throttled, TransactionConflict } from '../../src/core/errors.ts';
+import { ConditionFailed, InvalidInput, StorageFailure, Throttled, TransactionConflict } from '../../src/core/errors.ts';
 import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
 import { cond, type TransactOp } from '../../src/store/item-store.ts';
 import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamodb-local.ts';
@@ -305,7 +305,7 @@ describe('DynamoDB engine retries (faults injected in front of DynamoDB Local)',
     store.resetStats();
     proxy.inject('PutItem', 'applied500');
     await assert.rejects(store.put({ PK: 'r', SK: 'once', v: 1 }, { condition: cond.notExists() }), (e: unknown) => {
-      assert.ok(e instanceof InternalError);
+      assert.ok(e instanceof StorageFailure && e.code === 'STORAGE');
       assert.match(e.message, /may or may not have been applied/);
       return true;
     });
