@@ -326,10 +326,13 @@ export class FsContentStore implements ContentStore {
     let current = this.root;
     for (const seg of segments.slice(0, -1)) {
       current = path.join(current, seg);
-      const stat = await fs.lstat(current).catch((e: NodeJS.ErrnoException) => {
-        if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return undefined;
-        throw e;
-      });
+      // Synchronous for the reason given in ensureDir.
+      let stat: import('node:fs').Stats | undefined;
+      try {
+        stat = lstatSync(current, { throwIfNoEntry: false });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOTDIR') throw e;
+      }
       if (!stat) throw new NotFound(`no object at ${key}`);
       if (stat.isSymbolicLink()) throw new InvalidInput(`refusing symlink inside the content root at ${path.relative(this.root, current)}`);
       if (!stat.isDirectory()) throw new NotFound(`no object at ${key}`);
@@ -338,10 +341,11 @@ export class FsContentStore implements ContentStore {
   }
 
   /** Depth-first walk in UTF-8 byte order of keys, skipping temp files and symlinks. */
-  private async *walk(dirKey: string, prefix: string, after: string | undefined): AsyncGenerator<ObjectInfo> {
+  private async *walk(dirKey: string, prefix: string, after: string | undefined, known?: string): AsyncGenerator<ObjectInfo> {
+    // `known`: the directory's path, when the parent's listing just showed it is a directory.
     let dirPath: string;
     try {
-      dirPath = dirKey === '' ? this.root : await this.resolveExisting(`${dirKey}x`).then((p) => path.dirname(p));
+      dirPath = known ?? (dirKey === '' ? this.root : await this.resolveExisting(`${dirKey}x`).then((p) => path.dirname(p)));
     } catch (e) {
       if (e instanceof NotFound) return;
       throw e;
@@ -371,7 +375,7 @@ export class FsContentStore implements ContentStore {
         // Skip a directory when none of its keys can match the prefix or follow the cursor.
         if (!keyText.startsWith(prefix) && !prefix.startsWith(keyText)) continue;
         if (after !== undefined && !after.startsWith(keyText) && Buffer.compare(sortKey, Buffer.from(after, 'utf8')) < 0) continue;
-        yield* this.walk(keyText, prefix, after);
+        yield* this.walk(keyText, prefix, after, path.join(dirPath, entry.name));
       } else {
         if (!keyText.startsWith(prefix)) continue;
         if (after !== undefined && Buffer.compare(sortKey, Buffer.from(after, 'utf8')) <= 0) continue;
