@@ -22,6 +22,7 @@ import { telemetryMetricsCollector } from '../telemetry/metrics.ts';
 import { ROUTES } from './access.ts';
 import { authenticate } from './auth.ts';
 import type { AnyRouteDef, Api } from './define.ts';
+import { lingerOnClose } from './linger.ts';
 import { ApiMetrics, type MetricsCollector, observedContext } from './metrics.ts';
 import { openapiPath, renderDocsPage, swaggerOptions } from './openapi.ts';
 import { HttpProblem, PROBLEM_TYPE, pathOf, rawProblem, sendProblem, toProblem } from './problem.ts';
@@ -166,8 +167,9 @@ export async function buildServer(base: ServiceContext, options: ServerOptions =
     if (state.closing) throw new HttpProblem(503, 'MAINTENANCE', 'the server is shutting down; retry', { title: 'Service unavailable' });
     await authenticate(ctx, request);
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', async (request, reply, payload) => {
     if (state.closing) reply.header('connection', 'close');
+    if (!request.raw.complete) lingerOnClose(request.raw);
     return payload;
   });
 

@@ -3,11 +3,13 @@
  * - an upload aborted by its client while the handler was still checking the request (here: a slow
  *   version-number reservation) made the request body emit 'error' before anything read it: an uncaught
  *   exception that ends `alp serve`; and every upload a client aborted was logged as an internal error;
+ * - a request answered before its body arrived (a refusal, a 404) lost its answer to a connection reset;
  * - CONNECT got its socket closed without an answer, and an Expect other than 100-continue a bare 417
  *   without a problem document.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
@@ -82,6 +84,49 @@ describe('HTTP API: hostile transfers', () => {
       [],
       'no temp file left',
     );
+  });
+
+  it('a request answered before its body arrived gets its answer, not a connection reset (lingering close)', async () => {
+    // The client sends its head and a first part, sends the rest once the answer was written, and reads
+    // only then. A server that closed right after answering resets the connection when the rest
+    // arrives, and the reset erases the answer from the client's buffer (RFC 9112 §9.6).
+    const body = Buffer.alloc(1100 * 1024, 0x7b);
+    const requests = [
+      ['TRACE', '/v1/%3A%5E'],
+      ['POST', '/metrics'],
+      ['GET', '/v1/artifacts'],
+      ['PUT', '/v1/artifacts/01ARZ3NDEKTSV4RRFFQ69G5FAV/provenance'],
+      ['POST', '/v1/artifacts/01ARZ3NDEKTSV4RRFFQ69G5FAV/approvals'],
+    ] as const;
+    const statuses: number[] = [];
+    for (const [method, target] of requests) {
+      const head = [
+        `${method} ${target} HTTP/1.1`,
+        'Host: 127.0.0.1',
+        `Authorization: Bearer ${h.tokens.human}`,
+        'Content-Type: application/json',
+        `Content-Length: ${body.length}`,
+        'Connection: close',
+        '',
+        '',
+      ].join('\r\n');
+      const answer = await new Promise<Buffer>((resolve) => {
+        const socket = net.connect(port, '127.0.0.1');
+        const chunks: Buffer[] = [];
+        socket.pause();
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('error', () => {});
+        socket.on('close', () => resolve(Buffer.concat(chunks)));
+        socket.write(Buffer.concat([Buffer.from(head, 'latin1'), body.subarray(0, 64 * 1024)]));
+        setTimeout(() => socket.write(body.subarray(64 * 1024), () => {}), 200);
+        setTimeout(() => socket.resume(), 400);
+      });
+      const res = parse(answer, method);
+      assert.ok(res, `${method} ${target}: no HTTP response (${answer.length} bytes)`);
+      assert.ok(res.status >= 200 && res.status < 500, `${method} ${target}: ${res.status}`);
+      statuses.push(res.status);
+    }
+    assert.equal(statuses.length, requests.length);
   });
 
   it('CONNECT and unknown expectations are answered with problem documents', async () => {
