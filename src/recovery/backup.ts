@@ -31,6 +31,7 @@ import { ConditionFailed, Conflict, IntegrityError, MaintenanceInProgress, NotFo
 import { newId } from '../core/ids.ts';
 import { BACKUP_SK_PREFIX, backupSk, EPOCH_SK, INSTALLATION_SK, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';
 import { isImmutableKey } from '../core/object-keys.ts';
+import { processAlive } from '../core/process.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import { readInstallation } from '../lifecycle/installation.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
@@ -293,16 +294,6 @@ export async function abandonBackup(ctx: Pick<ServiceContext, 'items'>, backupId
 
 function partialDir(b: BackupRecord): string {
   return path.join(path.dirname(b.location), `.${path.basename(b.location)}.partial-${b.backup_id}`);
-}
-
-function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 interface Exported {

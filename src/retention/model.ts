@@ -43,14 +43,7 @@ export function observationKey(rootId: string, objectKey: string) {
   return { PK: retentionPk(rootId), SK: observationSk(objectKey) };
 }
 
-export interface PlanCandidate {
-  key: string;
-  digest: string;
-  size: number;
-  state: ObservationState;
-  first_observed_at: string;
-  quarantined_at?: string;
-}
+export type PlanCandidate = Pick<Observation, 'key' | 'digest' | 'size' | 'state' | 'first_observed_at' | 'quarantined_at'>;
 
 export interface RetentionPlan {
   action: RetentionAction;

@@ -12,6 +12,7 @@ import { type Digest, DigestAccumulator } from '../../core/digest.ts';
 import { AlpError, IntegrityError, InvalidInput, NotFound, TooLarge } from '../../core/errors.ts';
 import { randomToken } from '../../core/ids.ts';
 import { validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
+import { processAlive } from '../../core/process.ts';
 import {
   type Body,
   type ContentStore,
@@ -279,7 +280,7 @@ export class FsContentStore implements ContentStore {
         if (e.isDirectory()) await visit(p);
         else if (e.isFile() && e.name.startsWith(TEMP_PREFIX)) {
           const pid = Number(e.name.slice(TEMP_PREFIX.length).split('-')[0]);
-          if (pid !== process.pid && !isAlive(pid)) {
+          if (pid !== process.pid && !processAlive(pid)) {
             await fs.unlink(p).catch(() => {});
             removed++;
           }
@@ -428,16 +429,6 @@ function decodeListCursor(cursor: string): string {
   const key = Buffer.from(cursor, 'base64url').toString('utf8');
   if (key.length === 0 || key.length > 2048) throw new InvalidInput('invalid list cursor');
   return key;
-}
-
-function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function mapFsError(e: unknown, key: string): Error {
