@@ -1,4 +1,5 @@
 import { parseMetadataUrl } from '../core/config.ts';
+import { NotFound } from '../core/errors.ts';
 import { readRestoreProof } from '../recovery/reconcile.ts';
 import { openItemStore } from '../store/open.ts';
 
@@ -12,13 +13,9 @@ export async function verifyRestoreReference(ref: unknown, installationId: strin
   let items: Awaited<ReturnType<typeof openItemStore>>;
   try {
     const config = /^(sqlite:|dynamodb:\/\/)/.test(ref) ? parseMetadataUrl(ref) : parseMetadataUrl(`sqlite:${ref}`);
-    if (config.engine === 'sqlite') {
-      const fs = await import('node:fs');
-      if (!fs.existsSync(config.path)) return `no restore database at ${ref}`;
-      const { SqliteItemStore } = await import('../store/sqlite/sqlite-item-store.ts');
-      items = new SqliteItemStore(config.path, { readonly: true });
-    } else items = await openItemStore(config);
+    items = await openItemStore(config, { readOnly: true });
   } catch (e) {
+    if (e instanceof NotFound) return `no restore database at ${ref}`;
     return `cannot open the restore ${ref}: ${e instanceof Error ? e.message : String(e)}`;
   }
   try {
