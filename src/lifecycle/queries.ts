@@ -7,9 +7,10 @@
 import { entryView } from '../audit/history.ts';
 import { InvalidInput } from '../core/errors.ts';
 import { approverGsiPk, compStateGsiPk, provenanceGsiPk, runGsiPk, transitionGsiPk } from '../core/keys.ts';
-import { parseState } from './artifacts.ts';
+import { listArtifacts, parseState } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
 import { validatePrincipalId } from './principals.ts';
+import { VERSION_STATES } from './states.ts';
 
 export type IndexQuery = 'transitions' | 'approvals' | 'runs' | 'provenance' | 'compensations';
 
@@ -52,4 +53,30 @@ export async function queryIndex(
     items: result.items.map((i) => ({ artifact_id: i.artifact_id, ...entryView(i) })),
     ...(result.cursor ? { cursor: result.cursor } : {}),
   };
+}
+
+/** Versions counted per state at most (pages of 1000); past it the count says `exact: false`. */
+export const MAX_COUNTED_PER_STATE = 100_000;
+
+/**
+ * How many versions are in each state, from the state index (eventually consistent on DynamoDB: a
+ * dashboard figure, never a rule), at most MAX_COUNTED_PER_STATE per state.
+ */
+export async function countVersionsByState(
+  ctx: ServiceContext,
+): Promise<{ states: Record<string, number>; total: number; exact: boolean }> {
+  const states: Record<string, number> = {};
+  let exact = true;
+  for (const state of VERSION_STATES) {
+    let count = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await listArtifacts(ctx, { state, limit: 1000, cursor });
+      count += page.items.length;
+      cursor = page.cursor;
+    } while (cursor && count < MAX_COUNTED_PER_STATE);
+    states[state] = count;
+    exact &&= cursor === undefined;
+  }
+  return { states, total: Object.values(states).reduce((a, b) => a + b, 0), exact };
 }

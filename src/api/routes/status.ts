@@ -5,14 +5,10 @@
  * telemetry claim stay CLI-only.
  */
 import { Type } from '@sinclair/typebox';
-import { listArtifacts } from '../../lifecycle/artifacts.ts';
-import { VERSION_STATES, type VersionState } from '../../lifecycle/state-machine.ts';
+import { countVersionsByState, MAX_COUNTED_PER_STATE } from '../../lifecycle/queries.ts';
 import { retentionStatus } from '../../retention/report.ts';
 import { telemetryCounters } from '../../telemetry/metrics.ts';
 import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
-
-/** Versions counted per state at most (pages of 1000); past it the count says `exact: false`. */
-export const MAX_COUNTED_PER_STATE = 100_000;
 
 const open = { additionalProperties: true } as const;
 const Count = Type.Integer({ minimum: 0 });
@@ -46,17 +42,6 @@ export const OperationsStatus = Type.Object(
   open,
 );
 
-async function countState(api: Api, state: VersionState): Promise<{ count: number; exact: boolean }> {
-  let count = 0;
-  let cursor: string | undefined;
-  do {
-    const page = await listArtifacts(api.ctx, { state, limit: 1000, cursor });
-    count += page.items.length;
-    cursor = page.cursor;
-  } while (cursor && count < MAX_COUNTED_PER_STATE);
-  return { count, exact: cursor === undefined };
-}
-
 async function counterValues(metric: { get(): Promise<{ values: Array<{ value: number; labels: object }> }> }, label: string) {
   const out: Record<string, number> = {};
   for (const v of (await metric.get()).values) {
@@ -75,17 +60,7 @@ export function statusRoutes(api: Api): AnyRouteDef[] {
       description: `Counted from the state index (eventually consistent on DynamoDB), at most ${MAX_COUNTED_PER_STATE} per state; \`exact\` is false when a state has more.`,
       tags: ['status'],
       schema: { response: { 200: StateCounts } },
-      handler: async () => {
-        const states: Record<string, number> = {};
-        let exact = true;
-        for (const state of VERSION_STATES) {
-          const c = await countState(api, state);
-          states[state] = c.count;
-          exact &&= c.exact;
-        }
-        const total = Object.values(states).reduce((a, b) => a + b, 0);
-        return { states, total, exact, at: api.ctx.clock.now().toISOString() };
-      },
+      handler: async () => ({ ...(await countVersionsByState(api.ctx)), at: api.ctx.clock.now().toISOString() }),
     }),
     defineRoute({
       id: 'statusOperations',
