@@ -23,9 +23,9 @@ import { refsOfArtifact } from '../../src/lifecycle/references.ts';
 import { propose, withdraw } from '../../src/lifecycle/transitions.ts';
 import { collectRefs, verifyObjects } from '../../src/lifecycle/verify-content.ts';
 import type { Item, ItemStore, TransactOp } from '../../src/store/item-store.ts';
+import { queryAll } from '../../src/store/item-store.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, walkEveryState } from '../helpers/walk.ts';
-import { queryAll } from '../telemetry/helpers.ts';
 
 export interface CompactionHarness {
   name: string;
@@ -76,9 +76,11 @@ export function compactionSuite(h: CompactionHarness): void {
   }
 
   const hot = async (inst: Inst, id: string) =>
-    (await queryAll(inst.ctx.items, artifactPk(id))).filter((i) => typeof i.seq === 'number' && i.type !== 'history_segment');
+    (await queryAll(inst.ctx.items, { pk: artifactPk(id), consistent: true })).filter(
+      (i) => typeof i.seq === 'number' && i.type !== 'history_segment',
+    );
   const segments = async (inst: Inst, id: string) =>
-    (await queryAll(inst.ctx.items, artifactPk(id))).filter((i) => i.type === 'history_segment');
+    (await queryAll(inst.ctx.items, { pk: artifactPk(id), consistent: true })).filter((i) => i.type === 'history_segment');
 
   describe(`history compaction: ${h.name}`, () => {
     it('the seed’s retention figures are minimums: a cut-off inside the 90-day hot window is refused and nothing is written', async () => {

@@ -15,19 +15,12 @@ import { createToken } from '../../src/lifecycle/principals.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
 import type { Item, ItemStore } from '../../src/store/item-store.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
+import { allItems } from '../helpers/items.ts';
 import { bytesOf } from '../helpers/tmp.ts';
-import { agent, alice, approveAndRun, walkEveryState } from '../helpers/walk.ts';
 
-export async function allItems(items: ItemStore): Promise<Item[]> {
-  const out: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.scan(cursor ? { cursor } : {});
-    out.push(...page.items);
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
-}
+export { allItems };
+
+import { agent, alice, approveAndRun, walkEveryState } from '../helpers/walk.ts';
 
 /** Every item as canonical JSON lines, sorted: equal strings mean equal tables. */
 export async function tableLines(items: ItemStore, skip: (i: Item) => boolean = () => false): Promise<string[]> {

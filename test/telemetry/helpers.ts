@@ -8,29 +8,8 @@ import assert from 'node:assert/strict';
 import { isAuditType } from '../../src/audit/chain.ts';
 import { TELQ_PK } from '../../src/core/keys.ts';
 import { epochKey, restoreHoldKey } from '../../src/recovery/system.ts';
-import type { Item, ItemStore, TransactOp } from '../../src/store/item-store.ts';
-
-export async function queryAll(items: ItemStore, pk: string): Promise<Item[]> {
-  const out: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.query({ pk, consistent: true, ...(cursor ? { cursor } : {}) });
-    out.push(...page.items);
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
-}
-
-export async function scanAll(items: ItemStore): Promise<Item[]> {
-  const out: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.scan(cursor ? { cursor } : {});
-    out.push(...page.items);
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
-}
+import { type Item, type ItemStore, queryAll, type TransactOp } from '../../src/store/item-store.ts';
+import { allItems } from '../helpers/items.ts';
 
 export interface QueueContents {
   state: Item;
@@ -39,7 +18,7 @@ export interface QueueContents {
 }
 
 export async function queueContents(items: ItemStore): Promise<QueueContents> {
-  const all = await queryAll(items, TELQ_PK);
+  const all = await queryAll(items, { pk: TELQ_PK, consistent: true });
   const state = all.find((i) => i.SK === 'STATE');
   assert.ok(state, 'the queue state item exists');
   return { state, ids: all.filter((i) => i.type === 'telemetry_id'), records: all.filter((i) => i.type === 'telemetry_record') };
@@ -97,7 +76,7 @@ function sortDeep(v: unknown): unknown {
 /** Every audit item of the table (base-table scan), by event id `{artifact_id}:{seq}`. */
 export async function auditItems(items: ItemStore): Promise<Map<string, Item>> {
   const out = new Map<string, Item>();
-  for (const i of await scanAll(items))
+  for (const i of await allItems(items))
     if (i.PK.startsWith('ART#') && isAuditType(i.type)) out.set(`${String(i.artifact_id)}:${String(i.seq)}`, i);
   return out;
 }
