@@ -86,3 +86,16 @@ export function flags(argv: string[]): Map<string, string> {
 
 export const MiB = 1024 * 1024;
 export const mib = (b: number) => (b / MiB).toFixed(1);
+
+/** Runs a campaign's main: its result is the exit code; a throw prints and exits 1. */
+export function runMain(main: () => Promise<number>): void {
+  main().then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e: unknown) => {
+      console.error(e);
+      process.exitCode = 1;
+    },
+  );
+}

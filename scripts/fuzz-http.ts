@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { validateObjectKey } from '../src/core/object-keys.ts';
 import { type FuzzFixtures, type FuzzRun, fuzzRequests, runFuzz } from '../test/api/fuzz-requests.ts';
-import { flags, mib, rssBytes, runCliProcess, sampleRss, startAlpServer } from './alp-server.ts';
+import { flags, mib, rssBytes, runCliProcess, runMain, sampleRss, startAlpServer } from './alp-server.ts';
 
 const f = flags(process.argv.slice(2));
 const REQUESTS = Number(f.get('requests') ?? process.env.ALP_FUZZ_REQUESTS ?? 100_000);
@@ -206,12 +206,4 @@ async function main(): Promise<number> {
   return failures.length === 0 ? 0 : 1;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (e: unknown) => {
-    console.error(e);
-    process.exitCode = 1;
-  },
-);
+runMain(main);

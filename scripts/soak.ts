@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { distributedInstallation, stopDistributedServers } from '../test/helpers/distributed.ts';
-import { flags, MiB, mib, rssBytes, runCliProcess, sampleRss, startAlpServer } from './alp-server.ts';
+import { flags, MiB, mib, rssBytes, runCliProcess, runMain, sampleRss, startAlpServer } from './alp-server.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const f = flags(process.argv.slice(2));
@@ -500,12 +500,4 @@ async function main(): Promise<number> {
   return ok ? 0 : 1;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (e: unknown) => {
-    console.error(e);
-    process.exitCode = 1;
-  },
-);
+runMain(main);

@@ -2,6 +2,7 @@
  * Artifacts by state, with the number of versions in each state, search by exact name, and
  * cursor pagination (the API's opaque cursors, kept as a stack so "Previous" works).
  */
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { type Artifact, enc, type Page, STATES, type StateCounts, type Version } from '../api.ts';
 import { Digest, ErrorBox, Loading, PageTitle, StateBadge, Time, useApi, Who } from '../components.tsx';
@@ -94,20 +95,36 @@ function Pager({ page, hasNext, onPrev, onNext }: { page: number; hasNext: boole
   );
 }
 
-function ByState({ state }: { state: string }) {
+/** One page of `/v1/artifacts` at a time (the API's cursors kept as a stack), rendered by `children`. */
+function PagedArtifacts<T>(props: {
+  query: Record<string, string>;
+  loading: string;
+  empty: ComponentChildren;
+  children: (items: T[]) => ComponentChildren;
+}) {
   const pages = usePages();
-  const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
-  if (state !== 'ALL') params.set('state', state);
+  const params = new URLSearchParams({ ...props.query, limit: String(PAGE_SIZE) });
   if (pages.cursor) params.set('cursor', pages.cursor);
-  const list = useApi<Page<Version>>(`/v1/artifacts?${params}`);
+  const list = useApi<Page<T>>(`/v1/artifacts?${params}`);
   if (list.error) return <ErrorBox error={list.error} />;
-  if (!list.data) return <Loading what="Loading versions" />;
-  const items = list.data.items;
+  if (!list.data) return <Loading what={props.loading} />;
+  const { items, cursor } = list.data;
   return (
     <>
-      {items.length === 0 ? (
-        <p class="empty">No versions {state === 'ALL' ? '' : `in state ${state}`}.</p>
-      ) : (
+      {items.length === 0 ? props.empty : props.children(items)}
+      <Pager page={pages.page} hasNext={Boolean(cursor)} onPrev={pages.prev} onNext={() => pages.next(cursor ?? '')} />
+    </>
+  );
+}
+
+function ByState({ state }: { state: string }) {
+  return (
+    <PagedArtifacts<Version>
+      query={state === 'ALL' ? {} : { state }}
+      loading="Loading versions"
+      empty={<p class="empty">No versions {state === 'ALL' ? '' : `in state ${state}`}.</p>}
+    >
+      {(items) => (
         <table class="list responsive">
           <caption class="sr-only">Versions{state === 'ALL' ? '' : ` in state ${state}`}, newest first</caption>
           <thead>
@@ -151,24 +168,18 @@ function ByState({ state }: { state: string }) {
           </tbody>
         </table>
       )}
-      <Pager page={pages.page} hasNext={Boolean(list.data.cursor)} onPrev={pages.prev} onNext={() => pages.next(list.data?.cursor ?? '')} />
-    </>
+    </PagedArtifacts>
   );
 }
 
 function ByName({ name }: { name: string }) {
-  const pages = usePages();
-  const params = new URLSearchParams({ name, limit: String(PAGE_SIZE) });
-  if (pages.cursor) params.set('cursor', pages.cursor);
-  const list = useApi<Page<Artifact>>(`/v1/artifacts?${params}`);
-  if (list.error) return <ErrorBox error={list.error} />;
-  if (!list.data) return <Loading what="Searching" />;
-  const items = list.data.items;
   return (
-    <>
-      {items.length === 0 ? (
-        <p class="empty">No artifact is named exactly “{name}”. Names are matched exactly, including case.</p>
-      ) : (
+    <PagedArtifacts<Artifact>
+      query={{ name }}
+      loading="Searching"
+      empty={<p class="empty">No artifact is named exactly “{name}”. Names are matched exactly, including case.</p>}
+    >
+      {(items) => (
         <table class="list responsive">
           <caption class="sr-only">Artifacts named {name}</caption>
           <thead>
@@ -206,8 +217,7 @@ function ByName({ name }: { name: string }) {
           </tbody>
         </table>
       )}
-      <Pager page={pages.page} hasNext={Boolean(list.data.cursor)} onPrev={pages.prev} onNext={() => pages.next(list.data?.cursor ?? '')} />
-    </>
+    </PagedArtifacts>
   );
 }
 

@@ -1,4 +1,5 @@
 /** A run and its outputs (stdout, stderr, output.json), each in an incremental viewer; and one output on its own page. */
+import type { ComponentChildren } from 'preact';
 import type { Artifact, Execution } from '../api.ts';
 import { Digest, ErrorBox, Facts, Loading, PageTitle, Time, useApi, Who } from '../components.tsx';
 import { formatBytes } from '../lib/format.ts';
@@ -6,10 +7,20 @@ import { Link } from '../router.tsx';
 import { OUTPUTS, RunStatus } from './executions.tsx';
 import { ByteViewer } from './viewer.tsx';
 
-function useRun(run: string) {
+/** Loads a run (and its artifact, for the breadcrumb) and renders it; says why while it cannot. */
+function WithRun({ run, children }: { run: string; children: (e: Execution, a: Artifact | undefined) => ComponentChildren }) {
   const exec = useApi<Execution>(`/v1/executions/${encodeURIComponent(run)}`);
   const art = useApi<Artifact>(exec.data ? `/v1/artifacts/${exec.data.artifact_id}` : null);
-  return { exec, art };
+  if (exec.error) {
+    return (
+      <section>
+        <PageTitle title="Run not available" />
+        <ErrorBox error={exec.error} />
+      </section>
+    );
+  }
+  if (!exec.data) return <Loading what="Loading the run" />;
+  return <>{children(exec.data, art.data)}</>;
 }
 
 function Crumbs({ e, a, output }: { e: Execution; a: Artifact | undefined; output?: string }) {
@@ -40,21 +51,14 @@ function Crumbs({ e, a, output }: { e: Execution; a: Artifact | undefined; outpu
 }
 
 export function RunPage({ run }: { run: string }) {
-  const { exec, art } = useRun(run);
-  if (exec.error) {
-    return (
-      <section>
-        <PageTitle title="Run not available" />
-        <ErrorBox error={exec.error} />
-      </section>
-    );
-  }
-  if (!exec.data) return <Loading what="Loading the run" />;
-  const e = exec.data;
+  return <WithRun run={run}>{(e, a) => <RunView e={e} a={a} />}</WithRun>;
+}
+
+function RunView({ e, a }: { e: Execution; a: Artifact | undefined }) {
   const names = OUTPUTS.filter((n) => e.outputs[n]);
   return (
     <article>
-      <Crumbs e={e} a={art.data} />
+      <Crumbs e={e} a={a} />
       <PageTitle title={`Run ${e.run_id}`}>
         Run <span class="mono break">{e.run_id}</span> <RunStatus status={e.status} />
       </PageTitle>
@@ -62,7 +66,7 @@ export function RunPage({ run }: { run: string }) {
         items={[
           [
             'Artifact',
-            <Link href={`/artifacts/${e.artifact_id}/versions/${e.version}`}>{`${art.data?.name ?? e.artifact_id} v${e.version}`}</Link>,
+            <Link href={`/artifacts/${e.artifact_id}/versions/${e.version}`}>{`${a?.name ?? e.artifact_id} v${e.version}`}</Link>,
           ],
           ['Executed digest', <Digest value={e.content_hash} full />, true],
           [
@@ -96,21 +100,14 @@ export function RunPage({ run }: { run: string }) {
 }
 
 export function OutputPage({ run, output }: { run: string; output: string }) {
-  const { exec, art } = useRun(run);
-  if (exec.error) {
-    return (
-      <section>
-        <PageTitle title="Run not available" />
-        <ErrorBox error={exec.error} />
-      </section>
-    );
-  }
-  if (!exec.data) return <Loading what="Loading the run" />;
-  const e = exec.data;
+  return <WithRun run={run}>{(e, a) => <OutputView e={e} a={a} output={output} />}</WithRun>;
+}
+
+function OutputView({ e, a, output }: { e: Execution; a: Artifact | undefined; output: string }) {
   const o = e.outputs[output];
   return (
     <article>
-      <Crumbs e={e} a={art.data} output={output} />
+      <Crumbs e={e} a={a} output={output} />
       <PageTitle title={`${output} of run ${e.run_id}`}>
         {output} <span class="muted">of run {e.run_id.slice(-6)}</span>
       </PageTitle>
