@@ -14,7 +14,7 @@ import { queryAll } from '../store/item-store.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
-import { merge, type Planned, planMove } from './transitions.ts';
+import { merge, type Planned, planMove } from './moves.ts';
 import { validateText, validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 

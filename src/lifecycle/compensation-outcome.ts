@@ -3,7 +3,7 @@ import { Conflict } from '../core/errors.ts';
 import type { TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal } from './model.ts';
-import { planMove } from './transitions.ts';
+import { planMove } from './moves.ts';
 import { readVersion } from './versions.ts';
 
 /**

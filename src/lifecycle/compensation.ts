@@ -14,7 +14,7 @@ import { type ContentInput, prepareNewArtifact } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
-import { merge, planMove } from './transitions.ts';
+import { merge, planMove } from './moves.ts';
 import { validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 

@@ -19,7 +19,7 @@ import { countingApprovals, listApprovals } from './approvals.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal } from './model.ts';
-import { merge, planMove } from './transitions.ts';
+import { merge, planMove } from './moves.ts';
 import { validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 
@@ -51,7 +51,7 @@ export async function startExecution(ctx: ServiceContext, actor: Principal, arti
       const valid = countingApprovals(await listApprovals(ctx, artifactId), v, now);
       if (valid.length < head.quorum) {
         throw new Conflict(
-          `version ${n} no longer has ${head.quorum} valid approval(s) binding ${v.content_hash} (${valid.length} unexpired); propose it again for fresh approvals`,
+          `version ${n} no longer has ${head.quorum} valid approval(s) binding ${v.content_hash} (${valid.length} unexpired); propose it again for fresh approvals: alp artifact propose ${artifactId} --version ${n} (HTTP: POST /v1/artifacts/${artifactId}/versions/${n}/transitions {"to":"PROPOSED"})`,
           { valid: valid.length, quorum: head.quorum },
         );
       }

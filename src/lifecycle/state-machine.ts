@@ -8,7 +8,7 @@ import { VERSION_STATES, type VersionState } from './states.ts';
 
 export { VERSION_STATES, type VersionState } from './states.ts';
 
-export type TransitionVia = 'manual' | 'supersede' | 'approval' | 'rejection' | 'execution' | 'compensation' | 'archive';
+export type TransitionVia = 'manual' | 'supersede' | 'approval' | 'rejection' | 'reproposal' | 'execution' | 'compensation' | 'archive';
 
 export interface Move {
   from: VersionState;
@@ -26,6 +26,9 @@ export const MOVES: readonly Move[] = [
   { from: 'PROPOSED', to: 'DRAFT', via: 'manual' },
   { from: 'PROPOSED', to: 'APPROVED', via: 'approval' },
   { from: 'PROPOSED', to: 'REJECTED', via: 'rejection' },
+  // The way back when an approval expires before the run starts: proposing the APPROVED version again
+  // opens a new round (the expired approvals no longer count); refused while the quorum is still valid.
+  { from: 'APPROVED', to: 'PROPOSED', via: 'reproposal' },
   ...OPEN_STATES.map((from): Move => ({ from, to: 'SUPERSEDED', via: 'supersede' })),
   { from: 'APPROVED', to: 'EXECUTING', via: 'execution' },
   { from: 'EXECUTING', to: 'EXECUTED', via: 'execution' },
@@ -44,6 +47,7 @@ const VIA_HINT: Record<TransitionVia, string> = {
   supersede: 'proposing a newer version',
   approval: 'human approvals reaching the quorum (alp artifact approve)',
   rejection: 'a human rejection (alp artifact reject)',
+  reproposal: 'alp artifact propose once the approvals have expired',
   execution: 'alp exec start / alp exec finish',
   compensation: 'alp compensate and the compensation artifact’s execution',
   archive: 'alp archive',

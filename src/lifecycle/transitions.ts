@@ -1,69 +1,29 @@
 /**
- * State changes: the one planner every operation uses (planMove), and the manual moves — propose
- * (which supersedes earlier open versions in the same transaction), withdraw, and the generic
- * `transition --to`.
+ * The manual moves: propose (which supersedes earlier open versions in the same transaction, and
+ * re-opens an APPROVED version whose approvals expired), withdraw, and the generic `transition --to`.
+ * Every move is planned by planMove (moves.ts) against the table in state-machine.ts.
  */
-import type { AuditDraft } from '../audit/chain.ts';
 import { AUDIT_RESERVED_OPS, afterOps, readBackOr, runAudited } from '../audit/chain.ts';
 import { Conflict, InvalidInput } from '../core/errors.ts';
-import { artifactPk, compensationSk, compStateGsiPk } from '../core/keys.ts';
-import { cond, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
+import { MAX_TRANSACT_OPS } from '../store/item-store.ts';
+import { countingApprovals, listApprovals } from './approvals.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
-import { OPEN_STATES, requireMove, type TransitionVia, type VersionState } from './state-machine.ts';
+import { merge, type Planned, planMove } from './moves.ts';
+import { OPEN_STATES, type VersionState } from './state-machine.ts';
 import { validateText, validateVersionNumber } from './validation.ts';
-import { listVersions, readVersion, stateChangeOp, transitionDraft } from './versions.ts';
+import { listVersions, readVersion } from './versions.ts';
 
-export interface MoveOptions {
-  reason?: string | undefined;
-  /** Extra attributes set on the version item. */
-  set?: Record<string, unknown>;
-  remove?: string[];
-  /** Extra fields recorded in the transition entry. */
-  fields?: Record<string, unknown>;
-}
-
-export interface Planned {
-  ops: TransactOp[];
-  entries: AuditDraft[];
-}
-
-/**
- * Plans one legal move: the conditional version update, its Transition entry and, for a compensation
- * artifact, keeping its Compensation item (on the compensated artifact) in step.
- */
-export function planMove(
-  head: HeadItem,
-  v: VersionItem,
-  to: VersionState,
-  via: TransitionVia,
-  actor: Principal,
-  at: string,
-  o: MoveOptions = {},
-): Planned {
-  requireMove(v.state, to, via);
-  const ops: TransactOp[] = [stateChangeOp(v, to, at, o.set ?? {}, o.remove ?? [])];
-  if (head.compensates) {
-    ops.push({
-      op: 'update',
-      key: { PK: artifactPk(head.compensates.artifact_id), SK: compensationSk(head.artifact_id) },
-      update: { set: { state: to, GSI1PK: compStateGsiPk(to), updated_at: at } },
-      condition: cond.exists(),
-    });
-  }
-  const entries = [transitionDraft(head.artifact_id, { version: v.version, from: v.state, to, actor, reason: o.reason, ...o.fields })];
-  return { ops, entries };
-}
-
-export function merge(...parts: Planned[]): Planned {
-  return { ops: parts.flatMap((p) => p.ops), entries: parts.flatMap((p) => p.entries) };
-}
+export { type MoveOptions, merge, type Planned, planMove } from './moves.ts';
 
 function reasonOf(reason: unknown): string | undefined {
   return reason === undefined ? undefined : validateText('reason', reason, { min: 0, max: 1000 });
 }
 
-/** DRAFT → PROPOSED; earlier versions still open (DRAFT, PROPOSED, APPROVED) become SUPERSEDED. */
+/**
+ * DRAFT → PROPOSED; earlier versions still open (DRAFT, PROPOSED, APPROVED) become SUPERSEDED. An
+ * APPROVED version whose approvals no longer reach the quorum goes back to PROPOSED the same way.
+ */
 export async function propose(
   ctx: ServiceContext,
   actor: Principal,
@@ -81,9 +41,7 @@ export async function propose(
       version === undefined ? versions[versions.length - 1] : versions.find((v) => v.version === validateVersionNumber(version));
     if (!target) throw new InvalidInput(`artifact ${artifactId} has no version ${String(version)}`);
     const at = ctx.clock.now().toISOString();
-    const parts = [
-      planMove(head, target, 'PROPOSED', 'manual', actor, at, { reason: why, set: { proposal_round: target.proposal_round + 1 } }),
-    ];
+    const parts = [await planProposal(ctx, head, target, actor, at, why)];
     for (const older of versions) {
       if (older.version < target.version && OPEN_STATES.includes(older.state)) {
         parts.push(planMove(head, older, 'SUPERSEDED', 'supersede', actor, at, { reason: `superseded by version ${target.version}` }));
@@ -101,6 +59,35 @@ export async function propose(
     () => readVersion(ctx.items, artifactId, (proposed as VersionItem).version),
     () => committed as VersionItem,
   );
+}
+
+/**
+ * The move that opens a new proposal round (approvals of earlier rounds never count again). From
+ * APPROVED it is legal only when the approvals have expired or no longer bind the content: the reason
+ * recorded says how many were still valid.
+ */
+async function planProposal(
+  ctx: ServiceContext,
+  head: HeadItem,
+  target: VersionItem,
+  actor: Principal,
+  at: string,
+  why: string | undefined,
+): Promise<Planned> {
+  const set = { proposal_round: target.proposal_round + 1 };
+  if (target.state !== 'APPROVED') return planMove(head, target, 'PROPOSED', 'manual', actor, at, { reason: why, set });
+  const valid = countingApprovals(await listApprovals(ctx, head.artifact_id), target, ctx.clock.now()).length;
+  if (valid >= head.quorum) {
+    throw new Conflict(
+      `version ${target.version} is APPROVED with ${valid} valid approval(s) (quorum ${head.quorum}); start its run instead`,
+      {
+        valid,
+        quorum: head.quorum,
+      },
+    );
+  }
+  const expired = `approvals expired: ${valid} of ${head.quorum} still valid`;
+  return planMove(head, target, 'PROPOSED', 'reproposal', actor, at, { reason: why ? `${expired}; ${why}` : expired, set });
 }
 
 /** A manual move (`alp artifact transition --to`, `withdraw`). PROPOSED goes through propose(). */

@@ -11,7 +11,7 @@ import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime
 export function registerLifecycleCommands(program: Command, artifact: Command): void {
   artifact
     .command('propose <id>')
-    .description('DRAFT → PROPOSED (earlier open versions become SUPERSEDED)')
+    .description('DRAFT → PROPOSED (earlier open versions become SUPERSEDED); an APPROVED version whose approvals expired → PROPOSED')
     .option('--version <n>', 'version (default: the latest)')
     .option('--reason <text>', 'why')
     .action(async (id: string, o, cmd: Command) =>
