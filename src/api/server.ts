@@ -16,7 +16,7 @@ import { Value } from '@sinclair/typebox/value';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { InvalidInput } from '../core/errors.ts';
-import { redactTokens } from '../core/ids.ts';
+import { redactTokens } from '../core/redact.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import { telemetryMetricsCollector } from '../telemetry/metrics.ts';
 import { ROUTES } from './access.ts';

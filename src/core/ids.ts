@@ -19,13 +19,5 @@ export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }
 
-/** A bearer token's shape (`alp_` + 32 random bytes in base64url), or anything long enough to be one. */
-export const TOKEN_LIKE = /alp_[A-Za-z0-9_-]{20,}/g;
-
-/**
- * Replaces every token-shaped string: log lines and error lines never carry a bearer token, even one a
- * client or user put where it does not belong (a path, a query string, a request id, a JSON field).
- */
-export function redactTokens(s: string): string {
-  return s.includes('alp_') ? s.replace(TOKEN_LIKE, 'alp_[redacted]') : s;
-}
+// The redaction of token-shaped strings (plain and percent-encoded) lives in redact.ts.
+export { redactTokens, TOKEN_LIKE } from './redact.ts';

@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { redactTokens } from '../../src/core/redact.ts';
 import { runAlp } from '../helpers/cli.ts';
 import { captureCli, patchCliOutput } from '../helpers/cli-inprocess.ts';
 import { tempDir } from '../helpers/tmp.ts';
@@ -126,6 +127,57 @@ describe('secrets: tokens never reach a log line', () => {
       for (const t of all) if (l.includes(t) || l.includes(encodeURIComponent(t))) leaks.push(l.slice(0, 300));
     assert.deepEqual(leaks.slice(0, 5), [], `${leaks.length} log lines carry a token`);
     t.diagnostic(`${logs.length} log lines at level trace checked against ${all.length} token values: none found`);
+  });
+
+  it('issue 14 item 9: no token reaches a log line percent-encoded (prefix, every byte, twice, in path and query)', async (t) => {
+    const { human, agent, service } = tokens as { human: string; agent: string; service: string };
+    const all = [human, agent, service, ...strangers];
+    const everyByte = (s: string) => [...Buffer.from(s)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+    const spellings = (tok: string) => [
+      `alp%5F${tok.slice(4)}`,
+      `alp%5f${tok.slice(4)}`,
+      `%61lp_${tok.slice(4)}`,
+      everyByte(tok),
+      everyByte(tok).toLowerCase(),
+      everyByte(tok).replaceAll('%', '%25'),
+      `x%2F${everyByte(tok)}%2Fy`,
+    ];
+    const before = server.stdout().length;
+    for (const tok of all) {
+      for (const spelled of spellings(tok)) {
+        await send(`/v1/artifacts/${spelled}`, { token: service });
+        await send(`/v1/whoami?token=${spelled}`, { token: service });
+        await send(`/nope/${spelled}?${spelled}=1%zz`, { token: service });
+        await send(`/v1/executions/${spelled}/stdout.log`, { token: service });
+      }
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const logs = server
+      .stdout()
+      .slice(before)
+      .split('\n')
+      .filter((l) => l.trim().length > 0);
+    assert.ok(logs.length >= all.length * 7 * 4, `${logs.length} log lines`);
+    // Decode every line as far as it goes (tolerating malformed escapes), then look for any token.
+    const decodeAll = (line: string) => {
+      let cur = line;
+      for (let i = 0; i < 5; i++) cur = cur.replace(/%([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(Number.parseInt(h, 16)));
+      return cur;
+    };
+    const leaks = logs.filter((l) => all.some((tok) => decodeAll(l).includes(tok) || decodeAll(l).includes(tok.slice(4, 30))));
+    assert.deepEqual(leaks.slice(0, 3), [], `${leaks.length} log lines carry an encoded token`);
+    t.diagnostic(`${logs.length} log lines of percent-encoded tokens checked: none found`);
+  });
+
+  it('issue 14 item 9: redaction works on the decoded form and never throws on a malformed escape', () => {
+    const tok = strangers[0] as string;
+    const everyByte = [...Buffer.from(tok)].map((b) => `%${b.toString(16)}`).join('');
+    for (const spelled of [`alp%5F${tok.slice(4)}`, everyByte, everyByte.replaceAll('%', '%25'), `/a/${everyByte}?q=1`]) {
+      const out = redactTokens(`GET /v1/artifacts/${spelled} 404`);
+      assert.ok(!out.includes(spelled) && out.includes('alp_[redacted]'), out);
+    }
+    for (const odd of ['%', '%%', '%zz%5', '100% done', '%E0%A4%A', `%ff${'%'.repeat(1000)}`, 'alp_short%5F'])
+      assert.equal(redactTokens(odd), odd, odd);
   });
 
   it('the CLI never prints a token on stderr, given valid, unknown or misplaced tokens', async () => {
