@@ -12,10 +12,16 @@ import type { ServiceContext } from '../lifecycle/context.ts';
 import { type FenceInfo, type MaintenanceHandle, readFence, withMaintenance } from './maintenance.ts';
 import { readEpoch } from './system.ts';
 
+/** What the operator gives a recovery besides the epoch. */
+export interface RecoveryOptions {
+  /** Digests to keep: honoured by every step that could unlink content (with the pins it recorded). */
+  pins?: string[];
+}
+
 export interface MaintenanceRecoveryStep {
   name: string;
   /** Runs under the taken-over fence; `m.abandoned` is the fence the crashed maintenance left. */
-  run(ctx: ServiceContext, m: MaintenanceHandle): Promise<Record<string, unknown> | undefined>;
+  run(ctx: ServiceContext, m: MaintenanceHandle, opts: RecoveryOptions): Promise<Record<string, unknown> | undefined>;
 }
 
 /**
@@ -47,6 +53,7 @@ export async function recoverMaintenance(
   epoch: number,
   owner: string,
   steps?: MaintenanceRecoveryStep[],
+  opts: RecoveryOptions = {},
 ): Promise<RecoveryResult> {
   const current = await readEpoch(ctx.items);
   if (epoch !== current) throw new StaleEpoch(epoch, current);
@@ -66,7 +73,7 @@ export async function recoverMaintenance(
     owner,
     async (m) => {
       const done: RecoveryResult['steps'] = [];
-      for (const step of list) done.push({ name: step.name, result: await step.run(ctx, m) });
+      for (const step of list) done.push({ name: step.name, result: await step.run(ctx, m, opts) });
       return { recovered: true, abandoned: fence, steps: done };
     },
     { purpose: 'crash recovery', takeOverStale: true, holdOnFailure: true },

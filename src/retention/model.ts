@@ -31,6 +31,8 @@ export interface Observation {
   plan_digest?: string;
   approved_by?: Principal;
   evidence_ref?: string;
+  /** The pins in force when the purge was PREPARED: every re-check of it (recovery) honours them. */
+  pins?: string[];
   [k: string]: unknown;
 }
 
@@ -51,6 +53,8 @@ export interface RetentionPlan {
   content_root: string;
   epoch: number;
   candidates: PlanCandidate[];
+  /** The host's pins the plan was made with (sorted): the approval binds them, a prepared purge records them. */
+  pins: string[];
   total_bytes: number;
   created_at: string;
 }

@@ -4,24 +4,36 @@
  * of `alp maintenance release` under the taken-over fence: every PREPARED record is reviewed against a
  * fresh reference scan and either completed (its approval was given when it was prepared), cancelled
  * (referenced again, bytes present) or — referenced again with its bytes gone — fails closed, which
- * keeps the fence held.
+ * keeps the fence held. The scan honours the pins recorded with the prepared purges and any pins the
+ * recovery was given: a pinned object is cancelled, never unlinked.
  */
-import { DigestAccumulator } from '../core/digest.ts';
-import { IntegrityError, NotFound } from '../core/errors.ts';
+import { IntegrityError } from '../core/errors.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import type { MaintenanceHandle } from '../recovery/maintenance.ts';
 import { cond } from '../store/item-store.ts';
 import { contentRootId, observationKey } from './model.ts';
+import { normalisePins, recordedPins, storedDigest, unlinkUnpinned } from './purge.ts';
 import { scanReferences } from './references.ts';
 import { ArtifactRetention } from './retention.ts';
 
-export async function recoverPreparedPurges(ctx: ServiceContext, m: MaintenanceHandle): Promise<Record<string, unknown>> {
+export interface PurgeRecoveryOptions {
+  /** Digests to keep besides those recorded with the prepared purges (`alp maintenance release --pin`). */
+  pins?: Iterable<string>;
+}
+
+export async function recoverPreparedPurges(
+  ctx: ServiceContext,
+  m: MaintenanceHandle,
+  opts: PurgeRecoveryOptions = {},
+): Promise<Record<string, unknown>> {
   const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock }).observations();
   const prepared = [...observations.values()].filter((o) => o.state === 'PREPARED');
   if (prepared.length === 0) return { prepared: 0 };
-  const scan = await scanReferences(ctx);
+  const pins = normalisePins(recordedPins(prepared), opts.pins);
+  const pinned = new Set(pins);
+  const scan = await scanReferences(ctx, { pins });
   const root = contentRootId(ctx.content.location);
-  const done = { prepared: prepared.length, purged: [] as string[], cancelled: [] as string[], kept: [] as string[] };
+  const done = { prepared: prepared.length, pins: pins.length, purged: [] as string[], cancelled: [] as string[], kept: [] as string[] };
   for (const o of prepared) {
     const key = observationKey(root, o.key);
     const present = scan.objects.has(o.key);
@@ -41,20 +53,13 @@ export async function recoverPreparedPurges(ctx: ServiceContext, m: MaintenanceH
       continue;
     }
     if (present) {
-      let actual: string | undefined;
-      try {
-        const acc = new DigestAccumulator();
-        for await (const c of await ctx.content.readRaw(o.key)) acc.update(c as Buffer);
-        actual = acc.digest();
-      } catch (e) {
-        if (!(e instanceof NotFound)) throw e;
-      }
+      const actual = await storedDigest(ctx.content, o.key);
       if (actual !== undefined && actual !== o.digest) {
         // The bytes changed since the purge was prepared: not the approved object any more.
         done.kept.push(o.key);
         continue;
       }
-      if (actual !== undefined) await ctx.content.delete(o.key);
+      if (actual !== undefined) await unlinkUnpinned(ctx.content, o.key, o.digest, pinned);
     }
     await m.commit([
       {

@@ -11,7 +11,7 @@
  */
 import type { ContentStore } from '../content/content-store.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
-import { type Digest, DigestAccumulator } from '../core/digest.ts';
+import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, IntegrityError, InvalidInput, NotFound, RestoreHeld } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { OBSERVATION_SK_PREFIX, retentionPk, retentionRunSk } from '../core/keys.ts';
@@ -34,6 +34,7 @@ import {
   retentionMaterialDigest,
   type TrustedHost,
 } from './model.ts';
+import { normalisePins, recordedPins, storedDigest, unlinkUnpinned } from './purge.ts';
 import { type ReferenceScan, scanReferences } from './references.ts';
 import { verifyRestoreReference } from './restore-proof.ts';
 
@@ -111,7 +112,9 @@ export class ArtifactRetention {
     const observed = await this.observations();
     const knownDigests = new Map<string, string>();
     for (const o of observed.values()) if (o.state === 'GRACE' || o.state === 'QUARANTINED') knownDigests.set(o.key, o.digest);
-    const scan = await scanReferences(ctx, { pins: await host.pins(), knownDigests });
+    // The pins recorded by interrupted purges stay in force with the host's own (never fewer pins).
+    const pins = normalisePins(await host.pins(), recordedPins([...observed.values()].filter((o) => o.state === 'PREPARED')));
+    const scan = await scanReferences(ctx, { pins, knownDigests });
     const result: RetentionResult = {
       status: 'DONE',
       action,
@@ -212,6 +215,7 @@ export class ArtifactRetention {
       content_root: ctx.content.location,
       epoch,
       candidates,
+      pins,
       total_bytes: candidates.reduce((n, c) => n + c.size, 0),
       created_at: at,
     };
@@ -246,7 +250,7 @@ export class ArtifactRetention {
       for (let i = 0; i < q.length; i += BATCH) await m.commit(q.slice(i, i + BATCH));
       result.quarantined = chosen.map((o) => o.key);
     } else {
-      for (const o of chosen) await this.purgeOne(m, root, o, digest, approved, result);
+      for (const o of chosen) await this.purgeOne(m, root, o, digest, approved, pins, result);
     }
     await this.journal(m, root, action, digest, epoch, approved, {
       status: 'DONE',
@@ -257,25 +261,19 @@ export class ArtifactRetention {
     return result;
   }
 
-  /** PREPARED before touching bytes; verify the digest; delete durably; then PURGED. */
+  /** PREPARED (with the pins in force) before touching bytes; verify the digest; delete durably; then PURGED. */
   private async purgeOne(
     m: MaintenanceCommitter,
     root: string,
     o: Observation,
     planDigest: string,
     approval: RetentionApproval,
+    pins: string[],
     result: RetentionResult,
   ) {
     const key = observationKey(root, o.key);
     const at = () => this.ctx.clock.now().toISOString();
-    let actual: string | undefined;
-    try {
-      const acc = new DigestAccumulator();
-      for await (const c of await this.ctx.content.readRaw(o.key)) acc.update(c as Buffer);
-      actual = acc.digest();
-    } catch (e) {
-      if (!(e instanceof NotFound)) throw e;
-    }
+    const actual = await storedDigest(this.ctx.content, o.key);
     if (actual === undefined && o.state !== 'PREPARED') {
       // A missing file is accepted only for a previously prepared purge.
       result.skipped.push({ key: o.key, reason: 'missing, but no purge of it was prepared: left for an operator to investigate' });
@@ -286,25 +284,28 @@ export class ArtifactRetention {
       await m.commit([{ op: 'delete', key, condition: cond.eq('state', o.state) }]);
       return;
     }
-    if (o.state !== 'PREPARED') {
-      await m.commit([
-        {
-          op: 'update',
-          key,
-          update: {
-            set: {
-              state: 'PREPARED',
-              prepared_at: at(),
-              plan_digest: planDigest,
-              approved_by: approval.principal,
-              evidence_ref: approval.evidence_ref,
+    // A retried PREPARED record keeps the pins of its first attempt and adds this run's.
+    const inForce = normalisePins(o.pins, pins);
+    await m.commit([
+      o.state === 'PREPARED'
+        ? { op: 'update', key, update: { set: { pins: inForce } }, condition: cond.eq('state', 'PREPARED') }
+        : {
+            op: 'update',
+            key,
+            update: {
+              set: {
+                state: 'PREPARED',
+                prepared_at: at(),
+                plan_digest: planDigest,
+                approved_by: approval.principal,
+                evidence_ref: approval.evidence_ref,
+                pins: inForce,
+              },
             },
+            condition: cond.and(cond.eq('state', 'QUARANTINED'), cond.eq('digest', o.digest)),
           },
-          condition: cond.and(cond.eq('state', 'QUARANTINED'), cond.eq('digest', o.digest)),
-        },
-      ]);
-    }
-    if (actual !== undefined) await this.ctx.content.delete(o.key);
+    ]);
+    if (actual !== undefined) await unlinkUnpinned(this.ctx.content, o.key, o.digest, new Set(inForce));
     try {
       await m.commit([
         { op: 'update', key, update: { set: { state: 'PURGED', purged_at: at() } }, condition: cond.eq('state', 'PREPARED') },

@@ -160,6 +160,8 @@ export function retentionSuite(engine: Engine): void {
       await orphan(i, 'artifacts/p/v1/tampered', 'two');
       await toPurgeable(i, r);
       await createArtifact(i.ctx, agent, { name: 'late ref', filename: 'f', body: bytesOf(`needs ${again}`) });
+      // Tampering behind ALP's back (an immutable key is never rewritten through the store itself).
+      await i.ctx.content.delete('artifacts/p/v1/tampered');
       await i.ctx.content.put('artifacts/p/v1/tampered', bytesOf('TWO'));
       const purge = await run(i, 'PURGE', r);
       assert.deepEqual(purge.purged, []);

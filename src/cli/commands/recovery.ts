@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import type { ContentStore } from '../../content/content-store.ts';
 import { openContentStore } from '../../content/open.ts';
 import { parseContentUrl } from '../../core/config.ts';
+import { parseDigest } from '../../core/digest.ts';
 import { ExitCode, Forbidden, UsageError } from '../../core/errors.ts';
 import type { Principal } from '../../lifecycle/model.ts';
 import { localOperator } from '../../lifecycle/principals.ts';
@@ -239,12 +240,19 @@ export function registerRecoveryCommands(program: Command): void {
     .command('release')
     .description('crash recovery: take over a fence abandoned in an older epoch, run the recovery steps under it, release it')
     .requiredOption('--epoch <n>', 'the current epoch (advance it first when the holder died in the current one)')
+    .option(
+      '--pin <digest>',
+      'a digest to keep (repeatable): an interrupted purge of it is cancelled, never completed; the pins recorded with the purge are always honoured',
+      (v: string, prev: string[] = []) => [...prev, v],
+      [],
+    )
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const n = parseIntOption('--epoch', o.epoch, { min: 1 });
         if (n === undefined) throw new UsageError('--epoch is required');
         const who = await human(rt, 'recovering the maintenance fence');
-        const r = await recoverMaintenance(rt.ctx, n, `recovery by ${who.id}`);
+        const pins = (o.pin as string[]).map((d) => parseDigest(d));
+        const r = await recoverMaintenance(rt.ctx, n, `recovery by ${who.id}`, undefined, { pins });
         output(rt.opts, r, () =>
           r.recovered
             ? [
