@@ -240,7 +240,15 @@ export const Verification = Type.Object(
     artifact_id: Type.String(),
     ok: Type.Boolean(),
     content: Type.Object(
-      { objects: Type.Integer(), bytes: Type.Integer(), ok: Type.Integer(), findings: Type.Array(Type.Object({}, open)) },
+      {
+        objects: Type.Integer(),
+        bytes: Type.Integer(),
+        ok: Type.Integer(),
+        findings: Type.Array(Type.Object({}, open)),
+        stale: Type.Array(Type.Object({}, open), {
+          description: 'derived documents (provenance) that are what the committed items derive but not the recorded digest: not failures',
+        }),
+      },
       open,
     ),
     audit: Type.Object({ entries: Type.Integer(), ok: Type.Boolean(), findings: Type.Array(Type.Object({}, open)) }, open),

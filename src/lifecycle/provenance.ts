@@ -3,15 +3,25 @@
  * inputs and outputs (by digest), using which tool or model. `provenance/{id}.json` is derived from
  * the items after every append and its digest recorded on the HEAD, so it can always be rebuilt and
  * verified. Exportable as an in-toto Statement v1 with an SLSA Provenance v1 predicate.
+ *
+ * The committed steps are the truth. Writing the document and recording its digest are two steps
+ * after the commit, so a crash (or a slower concurrent writer) can leave a document that does not
+ * match the recorded digest but is exactly what the committed steps (or a prefix of them) derive:
+ * that document is STALE, not corrupt (judgeProvenanceDocument, the one judgement `alp verify`,
+ * `GET …/verification` and `alp reconcile` share). It is re-derived by the next append, by the
+ * repair pass of `alp start` / `alp init` (repairProvenanceDocuments) and by reconcile. Bytes that
+ * no prefix of the committed steps derives are CORRUPT.
  */
 import { assertNotFenced, fenceKey, readHead, runAudited } from '../audit/chain.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { isoDate } from '../core/clock.ts';
-import { digestHex, parseDigest } from '../core/digest.ts';
-import { InvalidInput } from '../core/errors.ts';
+import { type Digest, digestHex, parseDigest, sha256 } from '../core/digest.ts';
+import { InvalidInput, NotFound } from '../core/errors.ts';
 import { artifactPk, eventGsiSk, HEAD_SK, provenanceGsiPk, provenanceSk } from '../core/keys.ts';
 import { provenanceKey } from '../core/object-keys.ts';
 import { cond, type Item, queryAll } from '../store/item-store.ts';
+import { assertActor } from './access.ts';
+import { allHeads } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal } from './model.ts';
 import { validateText } from './validation.ts';
@@ -37,6 +47,7 @@ function digests(field: string, list: string[] | undefined): string[] {
 }
 
 export async function addProvenance(ctx: ServiceContext, caller: Principal, artifactId: string, input: ProvenanceInput): Promise<Item> {
+  assertActor('addProvenance', caller);
   const action = validateText('action', input.action, { max: 200 });
   const fields = {
     action,
@@ -90,8 +101,104 @@ export function provenanceStepView(i: Item): Record<string, unknown> {
 /** The derived document: every step in order. Deterministic: the same steps give the same bytes. */
 export async function buildProvenanceDocument(ctx: ServiceContext, artifactId: string): Promise<{ steps: number; bytes: Buffer }> {
   const steps = await listProvenance(ctx, artifactId);
+  return { steps: steps.length, bytes: documentBytes(artifactId, steps) };
+}
+
+function documentBytes(artifactId: string, steps: Item[]): Buffer {
   const doc = { artifact_id: artifactId, steps: steps.map(provenanceStepView) };
-  return { steps: steps.length, bytes: Buffer.from(`${canonicalJson(doc)}\n`) };
+  return Buffer.from(`${canonicalJson(doc)}\n`);
+}
+
+const PROVENANCE_PREFIX = 'provenance/';
+const PROVENANCE_SUFFIX = '.json';
+
+/** The artifact a provenance document key belongs to, or undefined for any other key. */
+export function provenanceArtifactId(key: string): string | undefined {
+  if (!key.startsWith(PROVENANCE_PREFIX) || !key.endsWith(PROVENANCE_SUFFIX)) return undefined;
+  const id = key.slice(PROVENANCE_PREFIX.length, -PROVENANCE_SUFFIX.length);
+  return provenanceKey(id) === key ? id : undefined;
+}
+
+/** A derived document larger than this is not read back whole to judge it (it is judged corrupt). */
+const MAX_JUDGED_DOCUMENT_BYTES = 64 * 1024 * 1024;
+
+export type DocumentJudgement =
+  /** The bytes hash to the recorded digest. */
+  | { verdict: 'current' }
+  /** Not the recorded digest, but exactly what the first `steps` committed steps derive (or absent): re-derivable. */
+  | { verdict: 'stale'; steps: number; detail: string }
+  /** Bytes that no prefix of the committed steps derives. */
+  | { verdict: 'corrupt'; detail: string };
+
+/**
+ * The one judgement of a provenance document against its recorded digest and the committed steps,
+ * shared by every check that reads it (verify, the verification route, reconcile).
+ */
+export async function judgeProvenanceDocument(ctx: ServiceContext, artifactId: string, recorded: Digest): Promise<DocumentJudgement> {
+  const bytes = await readDocument(ctx, provenanceKey(artifactId));
+  if (bytes === undefined)
+    return { verdict: 'stale', steps: 0, detail: 'the document is missing; it is re-derived from the committed steps' };
+  if (bytes === null) return { verdict: 'corrupt', detail: `the document is larger than ${MAX_JUDGED_DOCUMENT_BYTES} bytes` };
+  if (sha256(bytes) === recorded) return { verdict: 'current' };
+  const committed = await listProvenance(ctx, artifactId);
+  const claimed = claimedStepCount(bytes);
+  if (claimed !== undefined && claimed <= committed.length && documentBytes(artifactId, committed.slice(0, claimed)).equals(bytes)) {
+    const when = claimed === committed.length ? 'ahead of the recorded digest' : `behind the ${committed.length} committed steps`;
+    return {
+      verdict: 'stale',
+      steps: claimed,
+      detail: `the document derives the first ${claimed} committed step(s) (${when}): stale, not corrupt`,
+    };
+  }
+  return {
+    verdict: 'corrupt',
+    detail: `the document hashes to ${sha256(bytes)}, neither the recorded ${recorded} nor what the committed steps derive`,
+  };
+}
+
+/** The raw bytes at `key`; undefined when absent, null when too large to judge. */
+async function readDocument(ctx: ServiceContext, key: string): Promise<Buffer | undefined | null> {
+  let stream: AsyncIterable<unknown>;
+  try {
+    stream = await ctx.content.readRaw(key);
+  } catch (e) {
+    if (e instanceof NotFound) return undefined;
+    throw e;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of stream) {
+    size += (c as Buffer).length;
+    if (size > MAX_JUDGED_DOCUMENT_BYTES) return null;
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function claimedStepCount(bytes: Buffer): number | undefined {
+  try {
+    const doc = JSON.parse(bytes.toString('utf8')) as { steps?: unknown };
+    return Array.isArray(doc.steps) ? doc.steps.length : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The repair pass of `alp start` / `alp init`: re-derives every provenance document whose recording
+ * lags the committed steps (a writer died between its commit and recording the document). Reads only
+ * the HEAD items; a stale document whose counters agree (an older writer's late overwrite) is found
+ * and repaired by reconcile, and by the next append.
+ */
+export async function repairProvenanceDocuments(ctx: ServiceContext): Promise<number> {
+  let repaired = 0;
+  for await (const head of allHeads(ctx)) {
+    const steps = (head.provenance_steps as number | undefined) ?? 0;
+    if (steps === 0 || (head.provenance_doc_steps === steps && typeof head.provenance_hash === 'string')) continue;
+    await publishProvenanceDocument(ctx, head.artifact_id);
+    repaired++;
+  }
+  return repaired;
 }
 
 /**

@@ -1,11 +1,14 @@
 /**
- * Re-hashes every object the metadata names and reports what is missing or corrupt.
+ * Re-hashes every object the metadata names and reports what is missing or corrupt. Provenance
+ * documents (derived from the committed steps) are judged by provenance.ts judgeProvenanceDocument:
+ * a stale one is listed under `stale` (re-derivable, not a failure), a corrupt one is a finding.
  */
 
 import { readHead } from '../audit/chain.ts';
 import { AlpError, IntegrityError, NotFound } from '../core/errors.ts';
 import { allHeads } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
+import { judgeProvenanceDocument, provenanceArtifactId } from './provenance.ts';
 import { type ObjectRef, refsOfArtifact } from './references.ts';
 
 export interface VerifyFinding {
@@ -16,11 +19,23 @@ export interface VerifyFinding {
   detail: string;
 }
 
+/** A derived document that does not match its recorded digest but is what the committed items derive. */
+export interface StaleDocument {
+  key: string;
+  digest: string;
+  source: string;
+  /** How many committed steps the document derives. */
+  steps: number;
+  detail: string;
+}
+
 export interface VerifyReport {
   objects: number;
   bytes: number;
   ok: number;
   findings: VerifyFinding[];
+  /** Derived documents to re-derive (not failures: the committed items are intact). */
+  stale: StaleDocument[];
 }
 
 export interface Progress {
@@ -39,9 +54,15 @@ export async function collectRefs(ctx: ServiceContext, artifactId?: string): Pro
 }
 
 export async function verifyObjects(ctx: ServiceContext, refs: ObjectRef[], progress: Progress = {}): Promise<VerifyReport> {
-  const report: VerifyReport = { objects: refs.length, bytes: 0, ok: 0, findings: [] };
+  const report: VerifyReport = { objects: refs.length, bytes: 0, ok: 0, findings: [], stale: [] };
   progress.total?.(refs.length);
   for (const ref of refs) {
+    const derivedFrom = provenanceArtifactId(ref.key);
+    if (derivedFrom !== undefined) {
+      await judgeDerived(ctx, ref, derivedFrom, report);
+      progress.tick?.(1);
+      continue;
+    }
     try {
       const stream = await ctx.content.get(ref.key, ref.digest, ref.size === undefined ? {} : { expectedSize: ref.size });
       for await (const chunk of stream) report.bytes += (chunk as Buffer).length;
@@ -59,4 +80,22 @@ export async function verifyObjects(ctx: ServiceContext, refs: ObjectRef[], prog
     progress.tick?.(1);
   }
   return report;
+}
+
+async function judgeDerived(ctx: ServiceContext, ref: ObjectRef, artifactId: string, report: VerifyReport): Promise<void> {
+  try {
+    const judged = await judgeProvenanceDocument(ctx, artifactId, ref.digest);
+    if (judged.verdict === 'current') report.ok++;
+    else if (judged.verdict === 'stale')
+      report.stale.push({ key: ref.key, digest: ref.digest, source: ref.source, steps: judged.steps, detail: judged.detail });
+    else report.findings.push({ key: ref.key, digest: ref.digest, source: ref.source, problem: 'corrupt', detail: judged.detail });
+  } catch (e) {
+    report.findings.push({
+      key: ref.key,
+      digest: ref.digest,
+      source: ref.source,
+      problem: 'error',
+      detail: e instanceof AlpError ? e.message : String(e),
+    });
+  }
 }

@@ -12,8 +12,9 @@
  * Status VERIFIED when nothing is missing, corrupt, conflicting or broken; otherwise FAILED. The result
  * is persisted (bounded findings) under the held restore (RESTORE#{id} / RECONCILE#{id}) or, without a
  * hold, under SYS#installation / RECONCILE#{id}. Provenance documents (provenance/) are derived from
- * the verified PROV# chain and rewritten on every step: a mismatch there is reported as `derived`,
- * never fails the result.
+ * the verified PROV# chain and judged like `alp verify` judges them (provenance.ts
+ * judgeProvenanceDocument): a stale one (what the committed steps derive) is reported as `derived`
+ * and re-derived here (not under a held restore), never failing the result; a corrupt one fails it.
  *
  * Activation (`activateRestore`) accepts only the latest reconciliation of the held restore, only when
  * it is VERIFIED and of this installation, and in one transaction records the activation, deletes the
@@ -29,6 +30,7 @@ import { IMMUTABLE_PREFIXES, isImmutableKey } from '../core/object-keys.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import { readInstallation } from '../lifecycle/installation.ts';
 import type { Principal } from '../lifecycle/model.ts';
+import { provenanceArtifactId, publishProvenanceDocument } from '../lifecycle/provenance.ts';
 import type { ObjectRef } from '../lifecycle/references.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
 import { type Progress, type VerifyReport, verifyObjects } from '../lifecycle/verify-content.ts';
@@ -186,9 +188,9 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
     }
   }
 
-  // Objects: re-hash everything named (immutable objects decide the status; derived documents do not).
+  // Objects: re-hash everything named. Immutable objects and the judgement of derived documents
+  // decide the status; quarantined objects are reported, never deciding it.
   const all = [...refs.values(), ...extraRefs];
-  // Quarantined objects are checked like derived documents: reported, never deciding the status.
   const immutable = all.filter((r) => isImmutableKey(r.key) && !r.retained);
   const derived = all.filter((r) => !isImmutableKey(r.key) || r.retained);
   const concurrency = Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY);
@@ -203,7 +205,22 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
     }),
   ]);
   for (const f of verified.findings) findings.push({ kind: 'object', ...f, detail: clip(f.detail) });
-  for (const f of derivedReport.findings) findings.push({ kind: 'derived', ...f, detail: clip(f.detail) });
+  for (const f of derivedReport.findings) {
+    // A quarantined object is only reported; a derived document that is neither current nor stale is corrupt.
+    const retained = derived.some((r) => r.key === f.key && r.retained);
+    findings.push({ kind: retained ? 'derived' : 'object', ...f, detail: clip(f.detail) });
+  }
+  for (const d of derivedReport.stale) {
+    const repaired = held ? false : await repairDerived(ctx, d.key);
+    findings.push({
+      kind: 'derived',
+      problem: 'stale',
+      key: d.key,
+      digest: d.digest,
+      source: d.source,
+      detail: clip(`${d.detail}${repaired ? '; re-derived now' : ''}`),
+    });
+  }
   chains.sort((a, b) => (a.artifact_id < b.artifact_id ? -1 : 1));
   let entries = 0;
   let broken = 0;
@@ -244,7 +261,7 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
       errors: count('error'),
       conflicts: conflicts.length,
     },
-    derived: { checked: derived.length, mismatched: derivedReport.findings.length },
+    derived: { checked: derived.length, mismatched: derivedReport.findings.length + derivedReport.stale.length },
     audit: { artifacts: artifacts.size, entries, broken, findings: auditFindings },
     unexpected: { count: unexpected },
     restore: restoreSummary,
@@ -256,6 +273,16 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
 }
 
 const DEFAULT_CONCURRENCY = 4;
+
+/** Re-derives a stale provenance document; false when that did not happen (reported, not fatal). */
+async function repairDerived(ctx: ServiceContext, key: string): Promise<boolean> {
+  const artifactId = provenanceArtifactId(key);
+  if (artifactId === undefined) return false;
+  return publishProvenanceDocument(ctx, artifactId).then(
+    () => true,
+    () => false,
+  );
+}
 
 /** Every object under the immutable prefixes, in key order. */
 async function listImmutable(ctx: ServiceContext): Promise<Array<{ key: string; size: number }>> {
@@ -270,7 +297,7 @@ const VERIFY_BATCH = 32;
  * overlap the hashing of another (and, on S3, the round trips). Findings come back sorted by key.
  */
 export async function verifyInBatches(ctx: ServiceContext, refs: ObjectRef[], concurrency: number, bar: Progress): Promise<VerifyReport> {
-  const total: VerifyReport = { objects: refs.length, bytes: 0, ok: 0, findings: [] };
+  const total: VerifyReport = { objects: refs.length, bytes: 0, ok: 0, findings: [], stale: [] };
   const batches: ObjectRef[][] = [];
   for (let i = 0; i < refs.length; i += VERIFY_BATCH) batches.push(refs.slice(i, i + VERIFY_BATCH));
   await forEachLimited(batches, concurrency, async (batch) => {
@@ -278,6 +305,7 @@ export async function verifyInBatches(ctx: ServiceContext, refs: ObjectRef[], co
     total.bytes += r.bytes;
     total.ok += r.ok;
     total.findings.push(...r.findings);
+    total.stale.push(...r.stale);
   });
   total.findings.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return total;
