@@ -3,6 +3,7 @@ import { describeContent, describeMetadata } from '../../core/config.ts';
 import { ExitCode } from '../../core/errors.ts';
 import { initInstallation } from '../../lifecycle/installation.ts';
 import { createToken } from '../../lifecycle/principals.ts';
+import { repairProvenanceDocuments } from '../../lifecycle/provenance.ts';
 import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
 import { settleInterruptedBackups } from '../../recovery/backup.ts';
 import { telemetryLimitsFromEnv } from '../../telemetry/limits.ts';
@@ -19,6 +20,8 @@ export async function initAndDescribe(rt: Runtime, opts: { bootstrapTokens?: boo
   const cleaned = await rt.ctx.content.cleanupInterrupted();
   // Backups whose writer died: registered when their directory made it into place, failed otherwise.
   const backups = await settleInterruptedBackups(rt.ctx);
+  // Derived provenance documents a dead writer left behind its committed steps.
+  const provenanceRepaired = await repairProvenanceDocuments(rt.ctx);
   return {
     ...installation,
     created,
@@ -27,6 +30,7 @@ export async function initAndDescribe(rt: Runtime, opts: { bootstrapTokens?: boo
     content: describeContent(rt.config.content),
     interrupted_uploads_removed: cleaned,
     interrupted_backups: { completed: backups.completed, failed: backups.failed },
+    provenance_documents_repaired: provenanceRepaired,
     telemetry_limits: telemetry,
   };
 }
