@@ -20,6 +20,7 @@
  * backup whose directory was renamed into place before the writer died is COMPLETE; one whose writer
  * is provably dead (same host, process gone) never completed and is FAILED (its partial directory is
  * removed). `abandonBackup` (`alp backups --abandon ID`) is the operator's way for the rest.
+ * `retireBackup` (`alp backups --retire ID`) retires a COMPLETE backup (a rotated-away directory).
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -27,7 +28,7 @@ import path from 'node:path';
 import { fenceCheck } from '../audit/chain.ts';
 import { openContentStore } from '../content/open.ts';
 import type { Digest } from '../core/digest.ts';
-import { ConditionFailed, Conflict, IntegrityError, MaintenanceInProgress, NotFound } from '../core/errors.ts';
+import { ConditionFailed, Conflict, IntegrityError, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { BACKUP_SK_PREFIX, backupSk, EPOCH_SK, INSTALLATION_SK, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';
 import { isImmutableKey } from '../core/object-keys.ts';
@@ -36,7 +37,7 @@ import type { ServiceContext } from '../lifecycle/context.ts';
 import { readInstallation } from '../lifecycle/installation.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
 import type { Progress } from '../lifecycle/verify-content.ts';
-import { cond, type Item, type ItemSnapshot } from '../store/item-store.ts';
+import { cond, type Item, type ItemSnapshot, type TransactOp } from '../store/item-store.ts';
 import {
   BACKUP_FORMAT,
   type BackupFileInfo,
@@ -70,7 +71,7 @@ export interface BackupOptions {
 
 export interface BackupRecord {
   backup_id: string;
-  status: 'PENDING' | 'COMPLETE' | 'FAILED';
+  status: 'PENDING' | 'COMPLETE' | 'FAILED' | 'RETIRED';
   location: string;
   installation_id: string;
   started_at: string;
@@ -85,6 +86,10 @@ export interface BackupRecord {
   /** Who writes it: an interrupted backup is settled only when this process is provably gone. */
   host?: string;
   pid?: number;
+  /** Set by `retireBackup`: the backup no longer protects its objects from retention. */
+  retired_at?: string;
+  retired_by?: string;
+  retire_reason?: string;
 }
 
 export interface BackupResult {
@@ -292,6 +297,56 @@ export async function abandonBackup(ctx: Pick<ServiceContext, 'items'>, backupId
   }
 }
 
+/** The command that retires a backup, for error messages. */
+export const retireCommand = (backupId: string) => `alp backups --retire ${backupId} --reason TEXT`;
+
+const MAX_REASON_LENGTH = 500;
+
+/**
+ * The operator's retirement of a COMPLETE backup (a rotated-away directory, a backup that is no longer
+ * kept): the registry record becomes RETIRED with who, when and why, in one transaction that also
+ * proves no maintenance (retention) is running and enqueues a `backup_retired` event through the audit
+ * sinks (the telemetry outbox; a full queue counts a drop instead). From then on retention no longer
+ * reads its manifest — so the backup no longer protects the objects it names — and a restore made from
+ * it can no longer be the basis of a retention approval. Retirement is final.
+ */
+export async function retireBackup(ctx: ServiceContext, backupId: string, by: string, reason: string): Promise<BackupRecord> {
+  const why = reason.trim();
+  if (why === '' || why.length > MAX_REASON_LENGTH)
+    throw new InvalidInput(`a retirement needs a reason of 1–${MAX_REASON_LENGTH} characters`);
+  const key = { PK: SYS_PK, SK: backupSk(backupId) };
+  const item = await ctx.items.get(key, { consistent: true });
+  if (!item) throw new NotFound(`no backup ${backupId} in the registry`);
+  const record = toRecord(item);
+  if (record.status === 'RETIRED')
+    throw new Conflict(`backup ${backupId} was already retired by ${String(record.retired_by)} at ${String(record.retired_at)}`);
+  if (record.status === 'PENDING')
+    throw new Conflict(
+      `backup ${backupId} is PENDING: settle it first (alp start), or \`alp backups --abandon ${backupId}\` if its writer is gone`,
+    );
+  if (record.status !== 'COMPLETE')
+    throw new Conflict(`backup ${backupId} is ${record.status}: it names nothing, there is nothing to retire`);
+  const at = ctx.clock.now().toISOString();
+  const set = { status: 'RETIRED', retired_at: at, retired_by: by, retire_reason: why };
+  const core: TransactOp[] = [{ op: 'update', key, update: { set }, condition: cond.eq('status', 'COMPLETE') }, fenceCheck()];
+  const event = { event_id: `backup:${backupId}:retired`, type: 'backup_retired', aggregate_id: `backup:${backupId}`, timestamp: at };
+  const sinks = await Promise.all(ctx.auditSinks.map((s) => s.opsFor([event])));
+  try {
+    try {
+      await ctx.items.transactWrite([...core, ...sinks.flatMap((p) => p.ops)]);
+    } catch (e) {
+      // A sink that cannot take the event (a full queue) never blocks the retirement: it counts a drop.
+      if (!(e instanceof ConditionFailed && e.failedIndex !== undefined && e.failedIndex >= core.length)) throw e;
+      await ctx.items.transactWrite([...core, ...sinks.flatMap((p) => p.fallback)]);
+    }
+  } catch (e) {
+    if (!(e instanceof ConditionFailed)) throw e;
+    if (e.failedIndex === 1) throw fenceHeld(await readFence(ctx), 'retire the backup');
+    throw new Conflict(`backup ${backupId} changed while it was being retired; look at \`alp backups\` and retry`);
+  }
+  return { ...record, ...(set as Partial<BackupRecord>) };
+}
+
 function partialDir(b: BackupRecord): string {
   return path.join(path.dirname(b.location), `.${path.basename(b.location)}.partial-${b.backup_id}`);
 }
@@ -443,9 +498,9 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
-function fenceHeld(f: FenceInfo | undefined): MaintenanceInProgress {
+function fenceHeld(f: FenceInfo | undefined, what = 'back up'): MaintenanceInProgress {
   return new MaintenanceInProgress(
-    f ? `maintenance is in progress: ${f.holder} (${f.purpose}) holds the fence in epoch ${f.epoch}; back up when it ends` : undefined,
+    f ? `maintenance is in progress: ${f.holder} (${f.purpose}) holds the fence in epoch ${f.epoch}; ${what} when it ends` : undefined,
     f ? { holder: f.holder, epoch: f.epoch } : undefined,
   );
 }

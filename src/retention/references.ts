@@ -9,12 +9,12 @@
 import { RESERVATION_PREFIX } from '../audit/chain.ts';
 import type { ObjectInfo } from '../content/content-store.ts';
 import { DIGEST_SCAN_PATTERN, DigestAccumulator } from '../core/digest.ts';
-import { IntegrityError, InternalError, NotFound } from '../core/errors.ts';
+import { type AlpError, Conflict, IntegrityError, InternalError, NotFound } from '../core/errors.ts';
 import { EXECUTION_OUTPUTS, executionKey, HISTORY_SEGMENT_PREFIX, MUTABLE_PREFIXES } from '../core/object-keys.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from '../lifecycle/executions.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
-import { type BackupRecord, pendingBackupState } from '../recovery/backup.ts';
+import { type BackupRecord, pendingBackupState, retireCommand } from '../recovery/backup.ts';
 import { openBackup } from '../recovery/backup-format.ts';
 import type { Item } from '../store/item-store.ts';
 import { scanForDigests } from './digest-scan.ts';
@@ -98,24 +98,27 @@ function noteStrings(refs: Refs, value: unknown, why: string): void {
 
 /**
  * A registered backup's manifest names objects a restore would need: they stay referenced. A backup
- * whose manifest cannot be read (moved, damaged, still being written) fails the scan closed; a FAILED
- * backup names nothing.
+ * whose manifest cannot be read (moved, damaged, still being written) fails the scan closed with a
+ * coded error naming it and the way out; a FAILED backup names nothing, and neither does a RETIRED one
+ * (the operator said it is gone: it no longer protects its objects).
  */
 async function noteBackup(refs: Refs, item: Item, where: string): Promise<void> {
-  if (item.status === 'FAILED') return;
-  const why = `named by backup ${String(item.backup_id)} (${String(item.location)})`;
+  if (item.status === 'FAILED' || item.status === 'RETIRED') return;
+  const id = String(item.backup_id);
+  const why = `named by backup ${id} (${String(item.location)})`;
+  let manifestDigest = item.manifest_digest as string;
+  if (item.status === 'PENDING') {
+    // An interrupted backup: complete if its directory made it into place, nothing if its writer died.
+    const pending = await pendingBackupState(item as unknown as BackupRecord);
+    if (pending.state === 'dead') return;
+    if (pending.state === 'running')
+      throw new Conflict(
+        `backup ${id} (${String(item.location)}) is PENDING and its writer (pid ${String(item.pid)} on ${String(item.host)}) may still be running: let it finish, or \`alp backups --abandon ${id}\` if it never will; nothing is collected until then`,
+        { backup_id: id, location: item.location },
+      );
+    manifestDigest = pending.manifest.manifest_digest;
+  } else if (item.status !== 'COMPLETE') throw new IntegrityError(`backup ${id} (${where}) has an unknown status ${String(item.status)}`);
   try {
-    let manifestDigest = item.manifest_digest as string;
-    if (item.status === 'PENDING') {
-      // An interrupted backup: complete if its directory made it into place, nothing if its writer died.
-      const pending = await pendingBackupState(item as unknown as BackupRecord);
-      if (pending.state === 'dead') return;
-      if (pending.state === 'running')
-        throw new Error(
-          `it is PENDING and its writer (pid ${String(item.pid)} on ${String(item.host)}) may still be running: let it finish, or \`alp backups --abandon ${String(item.backup_id)}\` if it never will`,
-        );
-      manifestDigest = pending.manifest.manifest_digest;
-    } else if (item.status !== 'COMPLETE') throw new Error(`it is ${String(item.status)}`);
     const backup = await openBackup(item.location as string, { expectedManifestDigest: manifestDigest });
     for await (const o of backup.objects()) {
       // Quarantined objects ride in backups (seed 004) without becoming references to themselves.
@@ -125,10 +128,18 @@ async function noteBackup(refs: Refs, item: Item, where: string): Promise<void> 
     }
     for await (const i of backup.items()) if (!NOT_REFERENCES.has(i.type as string)) noteStrings(refs, i, why);
   } catch (e) {
-    throw new InternalError(
-      `cannot read the references of backup ${String(item.backup_id)} (${where}): ${e instanceof Error ? e.message : String(e)}; nothing will be collected until it is readable`,
-    );
+    throw unreadableBackup(id, String(item.location), String(item.status), e);
   }
+}
+
+/** NOT_FOUND while the directory is gone, INTEGRITY when it is damaged: both name the backup and the way out. */
+function unreadableBackup(id: string, location: string, status: string, e: unknown): AlpError {
+  const missing = e instanceof NotFound || ['ENOENT', 'ENOTDIR'].includes(String((e as NodeJS.ErrnoException)?.code));
+  const way = `restore the directory, or \`${retireCommand(id)}\` if it was rotated away (a retired backup no longer protects its objects from retention); nothing is collected until then`;
+  const details = { backup_id: id, location };
+  if (missing) return new NotFound(`backup ${id} is ${status} in the registry but its manifest at ${location} is missing: ${way}`, details);
+  const cause = e instanceof Error ? e.message : String(e);
+  return new IntegrityError(`cannot read the references of backup ${id} at ${location} (${cause}): ${way}`, details);
 }
 
 /** Object reads overlap: each is a handful of filesystem or HTTP round trips. */

@@ -325,7 +325,7 @@ export class ArtifactRetention {
     if (a.plan_digest !== digest) return `the approval binds ${String(a.plan_digest)}, not this plan (${digest})`;
     const expires = Date.parse(a.expires_at);
     if (!Number.isFinite(expires) || expires <= this.ctx.clock.now().getTime()) return 'the approval has expired';
-    return verifyRestoreReference(a.restore, installationId);
+    return verifyRestoreReference(a.restore, installationId, this.ctx.items);
   }
 
   private async journal(

@@ -4,15 +4,22 @@
  * store whose first delete throws (the fault-injection approach of test/retention/suite.ts).
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DAY_MS } from '../../src/core/clock.ts';
+import { Conflict, InvalidInput, NotFound } from '../../src/core/errors.ts';
+import { TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
+import { createBackup, listBackups, retireBackup } from '../../src/recovery/backup.ts';
 import { readFence } from '../../src/recovery/maintenance.ts';
 import { recoverMaintenance } from '../../src/recovery/recovery-steps.ts';
 import { advanceEpoch } from '../../src/recovery/system.ts';
 import { localTrustedHost } from '../../src/retention/host.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
+import { attachAuditSinks } from '../../src/runtime/sinks.ts';
+import { queryAll } from '../../src/store/item-store.ts';
 import { stopDistributedServers } from '../helpers/distributed.ts';
-import { bytesOf, collect } from '../helpers/tmp.ts';
+import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
 import { distributed, type Engine, embedded, epochOf, host, operator, type RetentionInstallation } from '../retention/harness.ts';
 
 after(stopDistributedServers);
@@ -85,6 +92,51 @@ function retentionSafety(engine: Engine): void {
       await collect(await i.ctx.content.get('artifacts/p/v1/pinned-at-run', pinnedAtRun));
       assert.equal(await observation(i, 'artifacts/p/v1/keep-me'), undefined, 'its purge is cancelled, not left PREPARED');
       assert.equal(await readFence(i.ctx), undefined, 'recovery released the fence');
+    });
+
+    it('issue 14 item 5: a rotated-away backup fails retention with a coded error naming it until `alp backups --retire` records its retirement; a retired backup is no restore proof', async () => {
+      const i = await fresh();
+      attachAuditSinks(i.ctx);
+      const restore = await i.verifiedRestore();
+      await orphan(i, 'artifacts/b/v1/orphan', 'unreferenced');
+      const out = path.join(tempDir('alp-rotated'), 'daily-01');
+      const { backup_id: id } = await createBackup(i.ctx, { out, actor: operator.id });
+      fs.rmSync(out, { recursive: true, force: true }); // the 30-day rotation
+
+      const err = await run(i, 'QUARANTINE', restore).catch((e: unknown) => e);
+      assert.ok(err instanceof NotFound, `a coded error, not INTERNAL: ${String(err)}`);
+      assert.match(
+        err.message,
+        new RegExp(`backup ${id} is COMPLETE in the registry but its manifest at ${out.replace(/[/.]/g, '\\$&')} is missing`),
+      );
+      assert.ok(err.message.includes(`alp backups --retire ${id}`), err.message);
+      assert.deepEqual(err.details, { backup_id: id, location: out });
+
+      await assert.rejects(retireBackup(i.ctx, id, operator.id, '  '), InvalidInput);
+      const retired = await retireBackup(i.ctx, id, operator.id, 'rotated away after 30 days');
+      assert.equal(retired.status, 'RETIRED');
+      await assert.rejects(retireBackup(i.ctx, id, operator.id, 'again'), Conflict);
+      const listed = (await listBackups(i.ctx)).find((b) => b.backup_id === id);
+      assert.equal(listed?.status, 'RETIRED');
+      assert.equal(listed?.retired_by, operator.id);
+      assert.equal(listed?.retired_at, i.ctx.clock.now().toISOString());
+      assert.equal(listed?.retire_reason, 'rotated away after 30 days');
+      const outbox = await queryAll(i.ctx.items, { pk: TELQ_PK, sk: { beginsWith: TELQ_FRESH_PREFIX }, consistent: true });
+      const event = outbox.find((r) => r.id === `backup:${id}:retired`);
+      assert.equal((event?.payload as Record<string, unknown>)?.type, 'backup_retired');
+      assert.ok(event, 'the retirement was enqueued in the audit outbox in the same transaction');
+
+      const ran = await run(i, 'QUARANTINE', restore);
+      assert.deepEqual(ran.observed, ['artifacts/b/v1/orphan'], 'retention runs again');
+
+      // The restore the approvals rest on was made from another backup: once retired, it proves nothing.
+      const basis = (await listBackups(i.ctx)).find((b) => b.status === 'COMPLETE');
+      assert.ok(basis);
+      await retireBackup(i.ctx, basis.backup_id, operator.id, 'superseded');
+      i.ctx.clock.advance(7 * DAY_MS);
+      const refused = await run(i, 'QUARANTINE', restore);
+      assert.equal(refused.status, 'REFUSED');
+      assert.match(refused.reason ?? '', /retired by os:operator .*a retired backup can no longer be the basis of a restore proof/);
     });
   });
 }

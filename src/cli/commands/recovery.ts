@@ -8,7 +8,7 @@ import { ExitCode, Forbidden, UsageError } from '../../core/errors.ts';
 import type { Principal } from '../../lifecycle/model.ts';
 import { localOperator } from '../../lifecycle/principals.ts';
 import type { Progress } from '../../lifecycle/verify-content.ts';
-import { abandonBackup, createBackup, listBackups, type PhaseProgress } from '../../recovery/backup.ts';
+import { abandonBackup, createBackup, listBackups, type PhaseProgress, retireBackup } from '../../recovery/backup.ts';
 import { readManifest } from '../../recovery/backup-format.ts';
 import { maintenanceStatus } from '../../recovery/maintenance.ts';
 import { activateRestore, type ReconcileReport, reconcile } from '../../recovery/reconcile.ts';
@@ -133,8 +133,24 @@ export function registerRecoveryCommands(program: Command): void {
     .command('backups')
     .description('the backups registered by this installation (retention honours their manifests)')
     .option('--abandon <backup-id>', 'record a PENDING backup whose writer is gone (it will never complete) as FAILED')
+    .option(
+      '--retire <backup-id>',
+      'retire a COMPLETE backup (its directory was rotated away): recorded with who, when and --reason; retention stops reading its manifest, so it no longer protects the objects it names, and a restore made from it no longer proves anything to a retention approval',
+    )
+    .option('--reason <text>', 'why the backup is retired (required with --retire)')
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
+        if (o.retire !== undefined) {
+          if (o.abandon !== undefined) throw new UsageError('--retire and --abandon are separate operations');
+          if (o.reason === undefined) throw new UsageError('--retire needs --reason TEXT');
+          const who = await human(rt, 'retiring a backup');
+          const r = await retireBackup(rt.ctx, String(o.retire), who.id, String(o.reason));
+          output(rt.opts, r, () => [
+            `backup ${r.backup_id} (${r.location}) retired by ${r.retired_by} at ${r.retired_at}: ${r.retire_reason}`,
+            '  retention no longer reads its manifest: the objects only it named are no longer protected',
+          ]);
+          return;
+        }
         if (o.abandon !== undefined) {
           const who = await human(rt, 'abandoning a backup');
           const r = await abandonBackup(rt.ctx, String(o.abandon), who.id);
@@ -145,7 +161,7 @@ export function registerRecoveryCommands(program: Command): void {
         output(rt.opts, { backups: list }, () =>
           list.map(
             (b) =>
-              `${b.backup_id}  ${b.status.padEnd(8)}  ${b.started_at}  ${b.location}${b.manifest_digest ? `  ${b.manifest_digest}` : ''}`,
+              `${b.backup_id}  ${b.status.padEnd(8)}  ${b.started_at}  ${b.location}${b.manifest_digest ? `  ${b.manifest_digest}` : ''}${b.status === 'RETIRED' ? `  retired by ${b.retired_by} at ${b.retired_at}: ${b.retire_reason}` : ''}`,
           ),
         );
       }),
