@@ -226,7 +226,19 @@ export const ProvenanceResult = Type.Object(
   {},
   { ...open, description: '{artifact_id, steps} or, with format=in-toto, an in-toto Statement v1 (SLSA Provenance v1)' },
 );
-export const ProvenanceStep = Type.Object({ step: Type.Integer(), action: Type.String() }, open);
+export const ProvenanceStep = Type.Object(
+  {
+    step: Type.Integer(),
+    action: Type.String(),
+    actor: Type.String({ description: 'who performed the step, as the recorder states it' }),
+    recorded_by: Type.Object(
+      { id: Type.String(), kind: Type.String() },
+      { ...open, description: 'the authenticated principal that recorded the step' },
+    ),
+    actor_claimed: Type.Boolean({ description: 'true when `actor` differs from `recorded_by`: the actor is only claimed' }),
+  },
+  open,
+);
 export const ArchiveResult = Type.Object(
   {
     archived: Type.Array(

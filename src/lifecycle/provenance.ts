@@ -49,10 +49,13 @@ function digests(field: string, list: string[] | undefined): string[] {
 export async function addProvenance(ctx: ServiceContext, caller: Principal, artifactId: string, input: ProvenanceInput): Promise<Item> {
   assertActor('addProvenance', caller);
   const action = validateText('action', input.action, { max: 200 });
+  const actor = input.actor === undefined ? caller.id : validateText('actor', input.actor, { max: 200 });
   const fields = {
     action,
-    actor: input.actor === undefined ? caller.id : validateText('actor', input.actor, { max: 200 }),
+    actor,
+    // Who actually recorded the step (authenticated), and whether `actor` is only their claim.
     recorded_by: caller,
+    actor_claimed: actor !== caller.id,
     inputs: digests('inputs', input.inputs),
     outputs: digests('outputs', input.outputs),
     ...(input.tool === undefined ? {} : { tool: validateText('tool', input.tool, { max: 200 }) }),
@@ -93,9 +96,25 @@ export async function listProvenance(ctx: ServiceContext, artifactId: string): P
   return queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: 'PROV#' }, consistent: true });
 }
 
-export function provenanceStepView(i: Item): Record<string, unknown> {
+/** A step as the derived document holds it: the stored fields (the document's bytes depend on these only). */
+function documentStepView(i: Item): Record<string, unknown> {
   const { PK: _pk, SK: _sk, GSI1PK: _g, GSI1SK: _h, ...rest } = i;
   return rest;
+}
+
+/**
+ * Whether the step's actor is only claimed: it differs from the authenticated principal that recorded
+ * it. Stored on steps since issue 14; derived for older steps (which all carry recorded_by).
+ */
+export function actorClaimed(i: Item): boolean {
+  if (typeof i.actor_claimed === 'boolean') return i.actor_claimed;
+  const by = i.recorded_by as { id?: unknown } | undefined;
+  return by?.id !== i.actor;
+}
+
+/** A step as the API, the CLI and the web UI show it: always who recorded it, and a claimed actor marked. */
+export function provenanceStepView(i: Item): Record<string, unknown> {
+  return { ...documentStepView(i), actor_claimed: actorClaimed(i) };
 }
 
 /** The derived document: every step in order. Deterministic: the same steps give the same bytes. */
@@ -105,7 +124,7 @@ export async function buildProvenanceDocument(ctx: ServiceContext, artifactId: s
 }
 
 function documentBytes(artifactId: string, steps: Item[]): Buffer {
-  const doc = { artifact_id: artifactId, steps: steps.map(provenanceStepView) };
+  const doc = { artifact_id: artifactId, steps: steps.map(documentStepView) };
   return Buffer.from(`${canonicalJson(doc)}\n`);
 }
 
@@ -255,6 +274,8 @@ export async function inTotoStatement(ctx: ServiceContext, artifactId: string): 
             step: s.step,
             action: s.action,
             actor: s.actor,
+            recorded_by: s.recorded_by,
+            actor_claimed: actorClaimed(s),
             tool: s.tool,
             model: s.model,
             timestamp: s.timestamp,

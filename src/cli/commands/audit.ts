@@ -36,6 +36,12 @@ async function showHistory(id: string | undefined, cmd: Command): Promise<void> 
   });
 }
 
+/** The recording principal always; a differing actor shown as a claim. */
+function stepWho(s: Record<string, unknown>): string {
+  const by = (s.recorded_by as { id?: string } | undefined)?.id ?? '?';
+  return s.actor_claimed ? `${by} (claims actor ${String(s.actor)})` : by;
+}
+
 export function registerAuditCommands(program: Command): void {
   // `alp history ID` (kept) and `alp history show ID` print a history; `alp history compact` packs it.
   const historyCmd = program
@@ -117,7 +123,7 @@ export function registerAuditCommands(program: Command): void {
         if (o.format !== 'json') throw new UsageError('--format is json or in-toto');
         const steps = (await listProvenance(rt.ctx, id)).map(provenanceStepView);
         output(rt.opts, { artifact_id: id, steps }, () =>
-          steps.map((s) => `${String(s.step).padStart(4)}  ${String(s.timestamp)}  ${String(s.actor)}  ${String(s.action)}`),
+          steps.map((s) => `${String(s.step).padStart(4)}  ${String(s.timestamp)}  ${stepWho(s)}  ${String(s.action)}`),
         );
       }),
     );

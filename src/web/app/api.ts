@@ -241,6 +241,8 @@ export interface ProvenanceStep {
   action: string;
   actor?: string;
   recorded_by?: Principal;
+  /** True when `actor` differs from `recorded_by`: the actor is only claimed. */
+  actor_claimed?: boolean;
   inputs: string[];
   outputs: string[];
   tool?: string;

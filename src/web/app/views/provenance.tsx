@@ -87,6 +87,16 @@ function useDigestIndex(art: ArtifactWithVersions, runs: Execution[] | undefined
   return index;
 }
 
+/** The authenticated principal that recorded a step (always shown). */
+function recorder(s: ProvenanceStep): string {
+  return s.recorded_by ? `${s.recorded_by.id} (${s.recorded_by.kind})` : '—';
+}
+
+/** A stated actor that is not the recorder is only a claim (issue 14 item 8). */
+function isClaimed(s: ProvenanceStep): boolean {
+  return s.actor_claimed ?? (s.actor !== undefined && s.actor !== s.recorded_by?.id);
+}
+
 export function ProvenanceTab({ art }: { art: ArtifactWithVersions }) {
   const prov = useApi<{ steps: ProvenanceStep[] }>(`/v1/artifacts/${art.artifact_id}/provenance`);
   const runs = useApi<{ executions: Execution[] }>(`/v1/artifacts/${art.artifact_id}/executions`);
@@ -115,7 +125,13 @@ export function ProvenanceTab({ art }: { art: ArtifactWithVersions }) {
                   <strong>
                     Step {st.step}: {st.action}
                   </strong>{' '}
-                  by {st.actor ?? st.recorded_by?.id ?? '—'}
+                  recorded by {recorder(st)}
+                  {isClaimed(st) ? (
+                    <span class="claimed" title="the recorder states this actor; it is not the authenticated principal">
+                      {' '}
+                      (claimed actor: {st.actor})
+                    </span>
+                  ) : null}
                   {st.model ? `, model ${st.model}` : ''}
                   {st.tool ? `, tool ${st.tool}` : ''}, <Time iso={st.timestamp} />
                   {st.note ? <div class="muted">{st.note}</div> : null}
@@ -230,11 +246,11 @@ function Graph({ steps, index }: { steps: ProvenanceStep[]; index: Map<string, D
           {layout.nodes.map((n) => {
             if (n.kind === 'step') {
               const s = stepOf.get(n.id) as ProvenanceStep;
-              const who = [s.actor ?? s.recorded_by?.id, s.model].filter(Boolean).join(' · ');
+              const who = [recorder(s), isClaimed(s) ? `claims ${s.actor}` : undefined, s.model].filter(Boolean).join(' · ');
               return (
                 <g key={n.id} class="node step" transform={`translate(${n.x},${n.y})`} data-step={s.step}>
                   <title>
-                    {`Step ${s.step}: ${s.action} by ${s.actor ?? '—'}${s.model ? `, model ${s.model}` : ''}${s.tool ? `, tool ${s.tool}` : ''}, ${formatTime(s.timestamp)}`}
+                    {`Step ${s.step}: ${s.action} recorded by ${recorder(s)}${isClaimed(s) ? ` (claimed actor: ${s.actor})` : ''}${s.model ? `, model ${s.model}` : ''}${s.tool ? `, tool ${s.tool}` : ''}, ${formatTime(s.timestamp)}`}
                   </title>
                   <rect width={w} height={h} rx={10} />
                   <text x={10} y={19} class="t1">
