@@ -208,7 +208,8 @@ async function packSegment(ctx: ServiceContext, artifactId: string, part: Item[]
   const gz = gzipSync(raw, { level: 9 });
   const digest = sha256(gz);
   const key = historySegmentKey(artifactId, digestHex(digest));
-  const put = await ctx.content.put(key, [gz], { expectedDigest: digest });
+  // The key is named by the digest: bytes there that do not hash to it are damage, replaced (repair).
+  const put = await ctx.content.put(key, [gz], { expectedDigest: digest, repair: true });
   // Verification before anything leaves the hot set: the stored object, read back through the
   // content store, holds exactly the items it replaces as the table holds them now.
   const back = await readSegmentObject(ctx, key, digest, put.size, raw.length);

@@ -10,9 +10,31 @@
  *   hash to `expectedDigest`; the final bytes are held back until verification passes, so a consumer
  *   never sees a clean end of wrong bytes. A range read still hashes the whole object.
  * - keys pass core/object-keys validateObjectKey before reaching storage.
+ * - A COMMITTED IMMUTABLE KEY IS NEVER REWRITTEN. Keys under `isImmutableKey` (artifacts/, executions/,
+ *   archive/) and packed history segments are create-only: publication (fs: link(), never rename-over;
+ *   S3: `If-None-Match: *` on PutObject and CompleteMultipartUpload) fails when anything is at the key.
+ *   The same bytes already there are success (a retried upload, an archive copy, compaction or restore
+ *   resumed after a crash); different bytes fail with CONFLICT and leave nothing of the losing writer.
+ *   Only `repair` (restore) may replace bytes there, and only bytes that do not match the digest being
+ *   written (damage). Other keys (provenance/: derived documents) are replaced atomically by a put.
  */
 import type { Readable } from 'node:stream';
 import type { Digest } from '../core/digest.ts';
+import { Conflict } from '../core/errors.ts';
+import { HISTORY_SEGMENT_PREFIX, isImmutableKey } from '../core/object-keys.ts';
+
+/** Whether publication at `key` must never replace what is there (see the contract above). */
+export function isCreateOnlyKey(key: string): boolean {
+  return isImmutableKey(key) || key.startsWith(HISTORY_SEGMENT_PREFIX);
+}
+
+/** The error of a writer that lost a create-only key to other bytes. */
+export function createOnlyConflict(key: string): Conflict {
+  return new Conflict(`${key} already holds other bytes; an immutable key, once written, is never written again`, {
+    key,
+    immutable: true,
+  });
+}
 
 export type StorageClass = 'STANDARD' | 'STANDARD_IA' | 'GLACIER';
 
@@ -23,6 +45,11 @@ export interface PutOptions {
   storageClass?: StorageClass;
   maxBytes?: number;
   signal?: AbortSignal;
+  /**
+   * Restore only: a create-only key holding bytes that do not hash to `expectedDigest` (damaged) is
+   * overwritten; the right bytes already there are kept. Needs `expectedDigest`.
+   */
+  repair?: boolean;
 }
 
 export interface PutResult {

@@ -10,6 +10,7 @@ import { ConditionFailed, Conflict, MaintenanceInProgress } from '../core/errors
 import { artifactPk, COMPENSATION_SK_PREFIX, compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK } from '../core/keys.ts';
 import { rollbackKey, validateFilename } from '../core/object-keys.ts';
 import { cond, queryAll } from '../store/item-store.ts';
+import { assertActor } from './access.ts';
 import { type ContentInput, prepareNewArtifact } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
@@ -31,6 +32,7 @@ export async function compensate(
   version: number,
   input: ContentInput & { reason?: string },
 ): Promise<CompensationResult> {
+  assertActor('compensate', actor);
   const n = validateVersionNumber(version);
   const filename = validateFilename(input.filename);
   const target = await readVersion(ctx.items, artifactId, n);
@@ -38,8 +40,12 @@ export async function compensate(
     throw new Conflict(`version ${n} is ${target.state}; only EXECUTED or FAILED versions can be compensated`);
   }
   const key = rollbackKey(artifactId, n, filename);
-  // Refused only when a committed compensation holds the key: bytes an interrupted attempt left there
-  // are nobody's (an orphan) and are replaced, so the compensation can be retried as it was.
+  // Refused early when a committed compensation holds the key. The key is create-only (content-store.ts):
+  // bytes an interrupted attempt left there are never replaced — a retry with the same bytes records
+  // them, other bytes fail CONFLICT at publication (choose another --filename). A late writer whose
+  // reservation was taken over cannot replace what the newer one committed, and if it published first
+  // the newer one fails at publication instead; the commit's state move (EXECUTED/FAILED →
+  // COMPENSATING) lets only one of them record the key.
   const committed = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: COMPENSATION_SK_PREFIX }, consistent: true });
   if (committed.some((c) => c.content_key === key))
     throw new Conflict(`${key} already exists; use another --filename for a new compensation`);

@@ -15,6 +15,7 @@ import { newId } from '../core/ids.ts';
 import { artifactPk, eventGsiSk, executionSk, RUN_POINTER_SK, runGsiPk, runPk } from '../core/keys.ts';
 import { EXECUTION_OUTPUTS, type ExecutionOutput, executionKey } from '../core/object-keys.ts';
 import { cond, type Item, queryAll } from '../store/item-store.ts';
+import { assertActor } from './access.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import type { ServiceContext } from './context.ts';
@@ -40,6 +41,7 @@ export interface ExecutionItem extends Item {
 }
 
 export async function startExecution(ctx: ServiceContext, actor: Principal, artifactId: string, version: number): Promise<ExecutionItem> {
+  assertActor('startExecution', actor);
   const n = validateVersionNumber(version);
   await assertNotFenced(ctx);
   const runId = newId(ctx.clock);
@@ -105,6 +107,7 @@ export async function uploadOutput(
   body: Body,
   opts: { maxBytes?: number; expectedDigest?: import('../core/digest.ts').Digest } = {},
 ): Promise<{ key: string; digest: string; size: number }> {
+  assertActor('uploadOutput', actor);
   const output = validateOutputName(name);
   await assertNotFenced(ctx);
   const exec = await readExecution(ctx, runId);
@@ -139,6 +142,16 @@ export async function uploadOutput(
       .catch(() => {});
     throw e;
   }
+  // The key is create-only (content-store.ts: a committed immutable key is never rewritten), so the
+  // writer whose bytes are at the key is the only one whose record can name them:
+  // - a late writer (its reservation taken over) that publishes after the newer one fails CONFLICT in
+  //   the engine and leaves nothing; with the very same bytes its publish succeeds but its commit finds
+  //   the committed output and fails CONFLICT;
+  // - a late writer that publishes first wins the key; the newer one then fails CONFLICT at publication,
+  //   and the late one's commit records its own bytes (the commit is conditioned on no output yet, not
+  //   on the reservation: whoever holds the key must be able to commit, or the key is lost to nobody);
+  // - a writer that dies between publication and commit leaves unrecorded bytes at the key: a retry
+  //   with the same bytes records them, other bytes are CONFLICT (never a replacement).
   const key = executionKey(runId, output);
   let put: { digest: string; size: number };
   try {
@@ -199,6 +212,7 @@ export async function finishExecution(
   runId: string,
   input: { status: string; exitCode: number },
 ): Promise<ExecutionItem> {
+  assertActor('finishExecution', actor);
   if (input.status !== 'SUCCEEDED' && input.status !== 'FAILED') throw new InvalidInput('status must be SUCCEEDED or FAILED');
   if (!Number.isInteger(input.exitCode) || input.exitCode < -2147483648 || input.exitCode > 2147483647)
     throw new InvalidInput('exit code must be an integer');

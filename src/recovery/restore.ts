@@ -278,7 +278,7 @@ async function restoreContent(
           if (own && fetchFrom) stream = await fetchFrom.get(o.key, o.digest, sized);
           else throw new IntegrityError(`${own ? 'the backup lacks its copy of' : 'the content source lacks'} ${o.key}`, { key: o.key });
         }
-        await ctx.content.put(o.key, stream, { expectedDigest: o.digest });
+        await ctx.content.put(o.key, stream, { expectedDigest: o.digest, repair: true });
         copied++;
       }
       bar.tick?.(1);

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { ContentStore } from '../../src/content/content-store.ts';
-import { sha256 } from '../../src/core/digest.ts';
-import { IntegrityError, InvalidInput, NotFound, TooLarge } from '../../src/core/errors.ts';
+import type { ContentStore, StagedObject } from '../../src/content/content-store.ts';
+import { type Digest, sha256 } from '../../src/core/digest.ts';
+import { Conflict, IntegrityError, InvalidInput, NotFound, TooLarge } from '../../src/core/errors.ts';
 import { bytesOf, collect } from '../helpers/tmp.ts';
 
 export interface ContentStoreHarness {
@@ -244,6 +244,112 @@ export function contentStoreConformance(h: ContentStoreHarness): void {
         ),
         { numRuns: h.runs },
       );
+    });
+  });
+}
+
+/**
+ * Issue 14 item 1 as the contract: a committed immutable key is never rewritten. Run on both engines;
+ * the S3 engine runs it through the conditional-write proxy (test/helpers/s3-conditional-proxy.ts),
+ * since s3rver itself ignores If-None-Match.
+ */
+export function immutableKeyConformance(h: Pick<ContentStoreHarness, 'name' | 'open' | 'corrupt'>): void {
+  describe(`ContentStore conformance, immutable keys: ${h.name}`, () => {
+    let store: ContentStore;
+    const ns = () => `t${randomUUID().slice(0, 8)}`;
+    before(async () => {
+      store = await h.open();
+    });
+    after(async () => {
+      await store.close();
+    });
+
+    it('issue 14 item 1: a put over a committed immutable key fails with CONFLICT and the committed bytes stay', async () => {
+      for (const key of [`artifacts/${ns()}/v1/f.bin`, `executions/${ns()}/output.json`, `archive/2026/03/${ns()}/v1/f.bin`]) {
+        const first = await store.put(key, bytesOf('committed'));
+        await assert.rejects(store.put(key, bytesOf('late writer')), (e: unknown) => e instanceof Conflict && e.code === 'CONFLICT', key);
+        assert.equal((await collect(await store.get(key, first.digest))).toString(), 'committed', key);
+        // The same bytes again (a retry) are success and change nothing.
+        assert.deepEqual(await store.put(key, bytesOf('committed'), { expectedDigest: first.digest }), first);
+        assert.deepEqual(
+          (await store.listPage(key)).objects.map((o) => o.key),
+          [key],
+        );
+      }
+    });
+
+    it('issue 14 item 1: of two concurrent writers of one immutable key exactly one wins, the other gets CONFLICT', async () => {
+      const key = `executions/${ns()}/stdout.log`;
+      const bodies = ['writer one', 'writer two', 'writer three'];
+      const results = await Promise.allSettled(bodies.map((b) => store.put(key, bytesOf(b))));
+      const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
+      assert.equal(won.length, 1, JSON.stringify(results.map((r) => r.status)));
+      for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof Conflict, String(r.reason));
+      const winner = bodies[won[0] as number] as string;
+      assert.equal((await collect(await store.get(key, sha256(winner)))).toString(), winner);
+    });
+
+    it('issue 14 item 1: a multipart-sized put over a committed key is refused and leaves the key as it was', async () => {
+      const key = `artifacts/${ns()}/v1/big.bin`;
+      const first = await store.put(key, bytesOf('small'));
+      const big = randomBytes(9 * 1024 * 1024 + 3);
+      await assert.rejects(store.put(key, bytesOf(big)), Conflict);
+      assert.equal((await collect(await store.get(key, first.digest))).toString(), 'small');
+      const other = `artifacts/${ns()}/v1/big.bin`;
+      const put = await store.put(other, bytesOf(big));
+      assert.deepEqual(await store.put(other, bytesOf(big)), put, 'identical multipart bytes are success');
+    });
+
+    it('issue 14 item 1: a staged object loses to bytes published meanwhile; nothing of it stays', async () => {
+      const n = ns();
+      const key = `artifacts/${n}/v1/f`;
+      const late = await store.stage(key, bytesOf('staged first, published last')).catch((e: unknown) => e);
+      const winner = await store.put(key, bytesOf('published first')).catch((e: unknown) => e);
+      // fs: the stage is invisible, the put wins and the publish loses. S3: the stage is already the
+      // publication, so the put loses. Either way exactly one is at the key and the loser is CONFLICT.
+      if (winner instanceof Conflict) {
+        assert.equal((await collect(await store.get(key, (late as { digest: Digest }).digest))).toString(), 'staged first, published last');
+        await store.publish([late as StagedObject]);
+      } else {
+        await assert.rejects(store.publish([late as StagedObject]), Conflict);
+        assert.equal((await collect(await store.get(key, sha256('published first')))).toString(), 'published first');
+      }
+      assert.deepEqual(
+        (await store.listPage(`artifacts/${n}/`)).objects.map((o) => o.key),
+        [key],
+      );
+    });
+
+    it('issue 14 item 1: discarding a staged object never deletes bytes another writer put at the key', async () => {
+      const key = `executions/${ns()}/stderr.log`;
+      const first = await store.put(key, bytesOf('theirs'));
+      const mine = await store.stage(key, bytesOf('theirs'));
+      await store.discard([mine]);
+      assert.equal((await collect(await store.get(key, first.digest))).toString(), 'theirs');
+    });
+
+    it('issue 14 item 1: copy onto an existing archive key: the same bytes are success, others CONFLICT', async () => {
+      const n = ns();
+      const a = await store.put(`artifacts/${n}/v1/a`, bytesOf('aaa'));
+      const b = await store.put(`artifacts/${n}/v1/b`, bytesOf('bbb'));
+      const target = `archive/2026/03/${n}/v1/a`;
+      await store.copy(`artifacts/${n}/v1/a`, target, { expectedDigest: a.digest, storageClass: 'GLACIER' });
+      assert.deepEqual(await store.copy(`artifacts/${n}/v1/a`, target, { expectedDigest: a.digest, storageClass: 'GLACIER' }), a);
+      await assert.rejects(store.copy(`artifacts/${n}/v1/b`, target, { expectedDigest: b.digest }), Conflict);
+      assert.equal((await collect(await store.get(target, a.digest))).toString(), 'aaa');
+    });
+
+    it('issue 14 item 1: provenance documents stay replaceable; repair replaces only damaged immutable bytes', async () => {
+      const n = ns();
+      await store.put(`provenance/${n}.json`, bytesOf('{"v":1}'));
+      const v2 = await store.put(`provenance/${n}.json`, bytesOf('{"v":2}'));
+      assert.equal((await collect(await store.get(`provenance/${n}.json`, v2.digest))).toString(), '{"v":2}');
+      const key = `artifacts/${n}/v1/r`;
+      const good = await store.put(key, bytesOf('good bytes'));
+      await h.corrupt(store, key, Buffer.from('rotten'));
+      await assert.rejects(store.put(key, bytesOf('good bytes'), { expectedDigest: good.digest }), Conflict);
+      await store.put(key, bytesOf('good bytes'), { expectedDigest: good.digest, repair: true });
+      assert.equal((await collect(await store.get(key, good.digest))).toString(), 'good bytes');
     });
   });
 }

@@ -7,13 +7,26 @@ import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import { sha256 } from '../../src/core/digest.ts';
 import { InvalidInput, NotFound } from '../../src/core/errors.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
-import { contentStoreConformance } from './conformance.ts';
+import { contentStoreConformance, immutableKeyConformance } from './conformance.ts';
 
 const roots = new WeakMap<ContentStore, string>();
 
 contentStoreConformance({
   name: 'fs',
   runs: 40,
+  open: async () => {
+    const root = tempDir('alp-fs');
+    const store = await FsContentStore.open(root);
+    roots.set(store, root);
+    return store;
+  },
+  corrupt: async (store, key, bytes) => {
+    fs.writeFileSync(path.join(roots.get(store) as string, key), bytes);
+  },
+});
+
+immutableKeyConformance({
+  name: 'fs',
   open: async () => {
     const root = tempDir('alp-fs');
     const store = await FsContentStore.open(root);

@@ -13,9 +13,10 @@ import { LifecycleNotSupported, S3ContentStore } from '../../src/content/s3/s3-c
 import { ManualClock } from '../../src/core/clock.ts';
 import { sha256 } from '../../src/core/digest.ts';
 import { IntegrityError, InvalidInput, Throttled, TooLarge } from '../../src/core/errors.ts';
+import { type ConditionalProxy, startConditionalProxy } from '../helpers/s3-conditional-proxy.ts';
 import { type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
 import { bytesOf, collect } from '../helpers/tmp.ts';
-import { contentStoreConformance } from './conformance.ts';
+import { contentStoreConformance, immutableKeyConformance } from './conformance.ts';
 
 let server: S3rverHandle | undefined;
 let starting: Promise<S3rverHandle> | undefined;
@@ -30,8 +31,11 @@ function s3(): Promise<S3rverHandle> {
   return starting;
 }
 
+let proxy: Promise<ConditionalProxy> | undefined;
+
 after(async () => {
   for (const s of opened) await s.close();
+  await (await proxy)?.stop();
   await server?.stop();
 });
 
@@ -49,6 +53,24 @@ contentStoreConformance({
   name: 's3',
   runs: 40,
   open: () => openStore(),
+  corrupt: async (store, key, bytes) => {
+    await (await s3()).corrupt((store as S3ContentStore).prefix + key, bytes);
+  },
+});
+
+// s3rver ignores If-None-Match: the create-only cases run through a proxy that models S3's conditional writes.
+immutableKeyConformance({
+  name: 's3 (through the conditional-write proxy in front of s3rver)',
+  open: async () => {
+    const s = await s3();
+    proxy ??= startConditionalProxy(s);
+    const store = await S3ContentStore.open(
+      { engine: 's3', bucket: s.bucket, prefix: `alp-${randomUUID().slice(0, 8)}/`, region: s.region, endpoint: (await proxy).endpoint },
+      { credentials: s.credentials },
+    );
+    opened.push(store);
+    return store;
+  },
   corrupt: async (store, key, bytes) => {
     await (await s3()).corrupt((store as S3ContentStore).prefix + key, bytes);
   },

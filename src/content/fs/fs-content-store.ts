@@ -1,10 +1,24 @@
 /**
  * ContentStore on a local directory. Publishing is atomic and durable: bytes go to a temp file in the
- * target directory (O_EXCL), are hashed in the same pass, fsynced, renamed over the key, and the
- * directory is fsynced (and so is the parent of every directory the put created). Keys reach the
- * filesystem only through `resolve`, which validates them and refuses symlinks anywhere below the root.
+ * target directory (O_EXCL), are hashed in the same pass, fsynced, then linked to the key (create-only
+ * keys: link() fails with EEXIST instead of replacing what is there) or renamed over it (replaceable
+ * keys), and the directory is fsynced (and so is the parent of every directory the put created). Keys
+ * reach the filesystem only through `resolve`, which validates them and refuses symlinks anywhere below
+ * the root.
  */
-import { constants as C, closeSync, type Dirent, fstatSync, fsync, lstatSync, mkdirSync, openSync, renameSync } from 'node:fs';
+import {
+  constants as C,
+  closeSync,
+  type Dirent,
+  fstatSync,
+  fsync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  unlinkSync,
+} from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -16,7 +30,9 @@ import { processAlive } from '../../core/process.ts';
 import {
   type Body,
   type ContentStore,
+  createOnlyConflict,
   type GetOptions,
+  isCreateOnlyKey,
   type ListPage,
   listAll,
   type ObjectInfo,
@@ -48,7 +64,7 @@ export class FsContentStore implements ContentStore {
 
   private readonly staging = new Map<
     StagedObject,
-    { fh: FileHandle; tmpPath: string; finalPath: string; dir: string; created: string[] }
+    { fh: FileHandle; tmpPath: string; finalPath: string; dir: string; created: string[]; repair: boolean }
   >();
 
   private constructor(
@@ -110,7 +126,7 @@ export class FsContentStore implements ContentStore {
         });
       }
       const staged: StagedObject = { key, digest, size: acc.size };
-      this.staging.set(staged, { fh, tmpPath, finalPath, dir, created });
+      this.staging.set(staged, { fh, tmpPath, finalPath, dir, created, repair: opts.repair === true });
       return staged;
     } catch (e) {
       await fh.close().catch(() => {});
@@ -120,8 +136,9 @@ export class FsContentStore implements ContentStore {
   }
 
   /**
-   * fsyncs every staged file and every directory the writes created, all at once; renames each over
-   * its key; fsyncs each target directory once. A crash before the renames leaves temp files only.
+   * fsyncs every staged file and every directory the writes created, all at once; publishes each at its
+   * key (link for create-only keys, rename otherwise); fsyncs each target directory once. A crash before
+   * the publication leaves temp files only.
    */
   async publish(staged: StagedObject[]): Promise<void> {
     const states = staged.map((s) => {
@@ -148,8 +165,8 @@ export class FsContentStore implements ContentStore {
           );
       });
       await Promise.all(states.map((s) => s.fh.close()));
-      for (const s of states) {
-        renameSync(s.tmpPath, s.finalPath);
+      for (const [i, s] of states.entries()) {
+        await this.publishOne(staged[i] as StagedObject, s);
         renamed++;
       }
       await Promise.all([...new Set(states.map((s) => s.dir))].map((d) => this.syncDir(d)));
@@ -158,6 +175,46 @@ export class FsContentStore implements ContentStore {
         await s.fh.close().catch(() => {});
         await fs.unlink(s.tmpPath).catch(() => {});
       }
+      throw e;
+    }
+  }
+
+  /**
+   * A create-only key is linked, never renamed over: link() fails with EEXIST when anything is at the
+   * key, so committed bytes are never replaced, whatever a late writer does. The same bytes already
+   * there are success (a retry); other bytes are CONFLICT. `repair` (restore) replaces bytes that do not
+   * match the digest being written — damaged bytes, never a good copy.
+   */
+  private async publishOne(staged: StagedObject, s: { tmpPath: string; finalPath: string; repair: boolean }): Promise<void> {
+    if (!isCreateOnlyKey(staged.key)) {
+      renameSync(s.tmpPath, s.finalPath);
+      return;
+    }
+    try {
+      linkSync(s.tmpPath, s.finalPath);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      // A planted symlink was never an object the engine wrote: it is replaced (the link itself, never
+      // what it points at), as before the create-only rule.
+      const planted = lstatSync(s.finalPath, { throwIfNoEntry: false })?.isSymbolicLink() === true;
+      const same = !planted && (await this.holds(staged));
+      if (!same && !s.repair && !planted) throw createOnlyConflict(staged.key);
+      if (!same) {
+        renameSync(s.tmpPath, s.finalPath);
+        return;
+      }
+    }
+    unlinkSync(s.tmpPath);
+  }
+
+  /** Whether the key holds exactly these bytes (verified by hashing them). */
+  private async holds(staged: StagedObject): Promise<boolean> {
+    try {
+      const stream = await this.get(staged.key, staged.digest, { expectedSize: staged.size });
+      for await (const _ of stream);
+      return true;
+    } catch (e) {
+      if (e instanceof IntegrityError || e instanceof NotFound) return false;
       throw e;
     }
   }
@@ -173,18 +230,10 @@ export class FsContentStore implements ContentStore {
   }
 
   async get(key: string, expectedDigest: Digest, opts: GetOptions = {}): Promise<Readable> {
-    const file = await this.resolveExisting(key);
-    let fh: FileHandle;
+    const { fh, size } = await this.openObject(key);
     try {
-      fh = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW);
-    } catch (e) {
-      throw mapFsError(e, key);
-    }
-    try {
-      const stat = await fh.stat();
-      if (!stat.isFile()) throw new NotFound(`no object at ${key}`);
-      checkRange(opts, stat.size);
-      const source = fh.createReadStream({ highWaterMark: readChunk(stat.size), autoClose: true });
+      checkRange(opts, size);
+      const source = fh.createReadStream({ highWaterMark: readChunk(size), autoClose: true });
       const verifier = new VerifyingStream({ key, expectedDigest, expectedSize: opts.expectedSize, start: opts.start, end: opts.end });
       source.on('error', (e) => verifier.destroy(e));
       verifier.on('close', () => source.destroy());
@@ -196,12 +245,32 @@ export class FsContentStore implements ContentStore {
   }
 
   async readRaw(key: string): Promise<Readable> {
+    const { fh, size } = await this.openObject(key);
+    return fh.createReadStream({ highWaterMark: readChunk(size), autoClose: true });
+  }
+
+  /**
+   * The one way an existing object is opened. O_NONBLOCK: opening a FIFO (or a device) planted at an
+   * object's path must not wait for a writer — a blocked open holds a thread of Node's I/O pool, and
+   * four of them stall every upload and download of the process. O_NOFOLLOW: never a symlink. Anything
+   * but a regular file is INTEGRITY, at once. (O_NONBLOCK changes nothing for reads of regular files.)
+   */
+  private async openObject(key: string): Promise<{ fh: FileHandle; size: number }> {
     const file = await this.resolveExisting(key);
+    let fh: FileHandle;
     try {
-      const fh = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW);
-      const { size } = await fh.stat();
-      return fh.createReadStream({ highWaterMark: readChunk(size), autoClose: true });
+      fh = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
     } catch (e) {
+      throw mapFsError(e, key);
+    }
+    try {
+      const stat = await fh.stat();
+      // A directory at the path is "no object there", as on S3 (its keys are below it).
+      if (stat.isDirectory()) throw new NotFound(`no object at ${key}`);
+      if (!stat.isFile()) throw notRegular(key, stat);
+      return { fh, size: stat.size };
+    } catch (e) {
+      await fh.close().catch(() => {});
       throw mapFsError(e, key);
     }
   }
@@ -436,5 +505,18 @@ function mapFsError(e: unknown, key: string): Error {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'ENOENT' || code === 'ENOTDIR') return new NotFound(`no object at ${key}`);
   if (code === 'ELOOP') return new InvalidInput(`refusing symlink inside the content root at ${key}`);
+  // ENXIO: a socket (or a FIFO without a reader, opened for writing) at the path.
+  if (code === 'ENXIO') return new IntegrityError(`${key} is not a regular file (a socket or device); refusing to read it`, { key });
   return e as Error;
+}
+
+function notRegular(key: string, stat: import('node:fs').Stats): IntegrityError {
+  const kind = stat.isFIFO()
+    ? 'FIFO'
+    : stat.isSocket()
+      ? 'socket'
+      : stat.isCharacterDevice() || stat.isBlockDevice()
+        ? 'device'
+        : 'special file';
+  return new IntegrityError(`${key} is not a regular file (a ${kind}); refusing to read it`, { key, kind });
 }

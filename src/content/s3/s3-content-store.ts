@@ -13,6 +13,11 @@
  * S3 makes an object visible only when PutObject or CompleteMultipartUpload succeeds, and atomically
  * replaces any previous object, so a failed put leaves the key as it was (nothing, for a new key) and
  * never a partial object. Memory stays bounded: partSize 8 MiB, queueSize 2.
+ * Create-only keys (content-store.ts: a committed immutable key is never rewritten) carry
+ * `If-None-Match: *` on PutObject and CompleteMultipartUpload: S3 refuses (412 PreconditionFailed, or
+ * 409 ConditionalRequestConflict while another conditional write of the key is in flight) instead of
+ * replacing. The loser then compares what is there with its own digest: the same bytes are success,
+ * other bytes CONFLICT (its multipart upload aborted, nothing of it visible).
  * A failed multipart upload is aborted; the parts of one whose abort failed or whose writer died are
  * invisible (never listed, never read) and only cost storage until cleanupInterrupted() aborts them or a
  * bucket lifecycle rule (AbortIncompleteMultipartUpload) does.
@@ -56,7 +61,9 @@ import { MAX_KEY_BYTES, validateListPrefix, validateObjectKey } from '../../core
 import {
   type Body,
   type ContentStore,
+  createOnlyConflict,
   type GetOptions,
+  isCreateOnlyKey,
   type LifecycleRule,
   type ListPage,
   listAll,
@@ -111,6 +118,8 @@ export class S3ContentStore implements ContentStore {
   readonly bucket: string;
   readonly prefix: string;
   private readonly counters = new Map<string, number>();
+  /** Staged objects this store wrote itself (not found already there): only those may be discarded. */
+  private readonly written = new WeakSet<StagedObject>();
   private readonly clock: Clock;
   private readonly partSize: number;
   private readonly queueSize: number;
@@ -167,7 +176,13 @@ export class S3ContentStore implements ContentStore {
   // Objects
 
   async put(key: string, body: Body, opts: PutOptions = {}): Promise<PutResult> {
+    return (await this.putObject(key, body, opts)).result;
+  }
+
+  /** `created`: false when a create-only key already held these very bytes (nothing was written). */
+  private async putObject(key: string, body: Body, opts: PutOptions): Promise<{ result: PutResult; created: boolean }> {
     validateObjectKey(key);
+    const createOnly = isCreateOnlyKey(key) && opts.repair !== true;
     const storageClass = opts.storageClass === undefined ? undefined : checkStorageClass(opts.storageClass);
     const { maxBytes, expectedDigest, signal } = opts;
     if (maxBytes !== undefined && (!Number.isSafeInteger(maxBytes) || maxBytes < 0))
@@ -216,12 +231,16 @@ export class S3ContentStore implements ContentStore {
         Body: source,
         ContentType: 'application/octet-stream',
         ...(storageClass ? { StorageClass: storageClass } : {}),
+        // lib-storage passes the params to PutObject and to CompleteMultipartUpload (and to the
+        // multipart calls that have no such header, which ignore it).
+        ...(createOnly ? { IfNoneMatch: '*' } : {}),
       },
       partSize: this.partSize,
       queueSize: this.queueSize,
       leavePartsOnError: false,
       abortController: abort,
     });
+    let created = true;
     try {
       await upload.done();
     } catch (e) {
@@ -229,26 +248,46 @@ export class S3ContentStore implements ContentStore {
       // Upload made of it, e.g. a failed abort on servers without AbortMultipartUpload.
       if (failure !== undefined) throw failure;
       if (signal?.aborted) throw signal.reason;
-      throw this.mapError(e, key);
+      if (!(createOnly && result && isConditionFailure(e))) throw this.mapError(e, key);
+      if (!(await this.holds(key, result))) throw createOnlyConflict(key);
+      created = false;
     } finally {
       signal?.removeEventListener('abort', onAbort);
       source.destroy();
     }
     if (!result) throw new InternalError(`upload of ${key} finished before its body was fully read`);
-    this.bump('bytesWritten', result.size);
-    return result;
+    if (created) this.bump('bytesWritten', result.size);
+    return { result, created };
+  }
+
+  /** Whether the key holds exactly these bytes (verified by hashing them). */
+  private async holds(key: string, expected: PutResult): Promise<boolean> {
+    try {
+      const stream = await this.get(key, expected.digest, { expectedSize: expected.size });
+      for await (const _ of stream);
+      return true;
+    } catch (e) {
+      if (e instanceof IntegrityError || e instanceof NotFound) return false;
+      throw e;
+    }
   }
 
   /** S3 objects appear atomically with verified bytes: staging is a put, publishing has nothing left to do. */
   async stage(key: string, body: Body, opts: PutOptions = {}): Promise<StagedObject> {
-    const put = await this.put(key, body, opts);
-    return { key, ...put };
+    const { result, created } = await this.putObject(key, body, opts);
+    const staged = { key, ...result };
+    if (created) this.written.add(staged);
+    return staged;
   }
 
   async publish(_staged: StagedObject[]): Promise<void> {}
 
+  /** Deletes only what this store's own stage wrote: bytes found already at a key are someone else's. */
   async discard(staged: StagedObject[]): Promise<void> {
-    for (const s of staged) await this.delete(s.key).catch(() => false);
+    for (const s of staged) {
+      if (!this.written.delete(s)) continue;
+      await this.delete(s.key).catch(() => false);
+    }
   }
 
   async get(key: string, expectedDigest: Digest, opts: GetOptions = {}): Promise<Readable> {
@@ -576,6 +615,18 @@ function toBuffer(chunk: unknown): Buffer {
 function errorCode(e: unknown): string | undefined {
   const err = e as S3Error | undefined;
   return err?.Code ?? err?.name;
+}
+
+/** A conditional write refused: 412 PreconditionFailed, or 409 ConditionalRequestConflict (one in flight). */
+function isConditionFailure(e: unknown): boolean {
+  const code = errorCode(e);
+  const status = (e as S3Error)?.$metadata?.httpStatusCode;
+  return (
+    code === 'PreconditionFailed' ||
+    code === 'ConditionalRequestConflict' ||
+    status === 412 ||
+    (status === 409 && code === 'ConditionalRequestConflict')
+  );
 }
 
 function isMissing(e: unknown): boolean {
