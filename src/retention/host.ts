@@ -12,6 +12,7 @@ import type { ServiceContext } from '../lifecycle/context.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { withMaintenance } from '../recovery/maintenance.ts';
 import type { RetentionApproval, RetentionPlan } from './model.ts';
+import { resolveRestoreReference } from './restore-proof.ts';
 import type { MaintenanceCommitter, RetentionHost } from './retention.ts';
 
 export interface LocalHostOptions {
@@ -42,6 +43,8 @@ export async function assertHumanApprover(ctx: ServiceContext, approver: Princip
 export function localTrustedHost(ctx: ServiceContext, o: LocalHostOptions): RetentionHost {
   if (!o.evidenceRef?.trim()) throw new InvalidInput('an evidence reference is required');
   if (!o.restore?.trim()) throw new InvalidInput('a verified restore (path or URL) is required');
+  // A reference that names no metadata store at all is the operator's mistake: a coded error now, before the fence.
+  resolveRestoreReference(o.restore);
   return {
     withMaintenance: <T>(epoch: number, fn: (m: MaintenanceCommitter) => Promise<T>) =>
       withMaintenance(ctx, epoch, o.owner, (handle) => fn(handle), {
