@@ -16,6 +16,7 @@ import type { HeadItem } from '../lifecycle/model.ts';
 import { publishChecks } from '../retention/guard.ts';
 import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp, type UpdateSpec } from '../store/item-store.ts';
 import { applyUpdate } from '../store/semantics.ts';
+import { assertPolicyBound } from './policy.ts';
 
 export const AUDIT_TYPES = [
   'transition',
@@ -170,7 +171,21 @@ export async function runAudited(
 
 class HeadMoved extends Error {}
 
+/** States whose entry is decided by the artifact's policy (quorum counting, execution start). */
+const POLICY_DECIDED_STATES: readonly unknown[] = ['APPROVED', 'EXECUTING'];
+
+/** A move the policy decides is only committed on a HEAD whose policy is the chained one (policy.ts). */
+async function assertDecisionsOnBoundPolicy(ctx: ServiceContext, heads: Heads, plan: AuditPlan): Promise<void> {
+  for (const chain of plan.chains) {
+    const head = heads[chain.artifactId];
+    if (chain.newHead || !head) continue;
+    if (chain.entries.some((e) => e.type === 'transition' && POLICY_DECIDED_STATES.includes(e.fields.to)))
+      await assertPolicyBound(ctx, head);
+  }
+}
+
 export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: AuditPlan): Promise<CommitResult> {
+  await assertDecisionsOnBoundPolicy(ctx, heads, plan);
   const timestamp = isoTimestamp(ctx.clock.now());
   const items: Item[] = [];
   const headOps: TransactOp[] = [];

@@ -11,6 +11,7 @@ import type { HeadItem } from '../lifecycle/model.ts';
 import type { Item } from '../store/item-store.ts';
 import { auditHash, isAuditType, RESERVATION_PREFIX } from './chain.ts';
 import { loadChain } from './history.ts';
+import { chainedPolicyProblems, firstChainedPolicy, policyProblems } from './policy.ts';
 
 export interface ChainFinding {
   artifact_id: string;
@@ -55,6 +56,9 @@ export async function verifyArtifactAudit(ctx: ServiceContext, artifactId: strin
     add(`${head.PK} HEAD`, `HEAD says ${head.audit_seq} audit entries, the chain has ${entries.length}`);
   if ((head.audit_head_hash ?? null) !== prev) add(`${head.PK} HEAD`, 'HEAD audit_head_hash is not the hash of the last entry');
   await crossCheck(ctx, head, entries, live, add);
+  const versions = live.filter((i) => i.type === 'version');
+  for (const p of [...chainedPolicyProblems(entries), ...(await policyProblems(ctx, head, firstChainedPolicy(entries), versions))])
+    add(p.row, p.problem);
   return { artifact_id: artifactId, entries: entries.length, ok: findings.length === 0, findings };
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import { assertNotFenced, commitAudited, fenceCheck, readHead, runAudited } from '../audit/chain.ts';
+import { type Policy, policyOf } from '../audit/policy.ts';
 import type { Body, StagedObject } from '../content/content-store.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import type { Digest } from '../core/digest.ts';
@@ -12,6 +13,7 @@ import { newId } from '../core/ids.ts';
 import { artifactPk, createdGsiSk, HEAD_SK, nameGsiPk, stateGsiPk, versionSk } from '../core/keys.ts';
 import { contentKey, metadataKey, validateFilename } from '../core/object-keys.ts';
 import { cond, type Item } from '../store/item-store.ts';
+import { assertActor } from './access.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { isVersionState, VERSION_STATES, type VersionState } from './state-machine.ts';
@@ -44,6 +46,7 @@ export async function createArtifact(
   input: CreateArtifactInput,
   opts: CreateOptions = {},
 ): Promise<{ head: HeadItem; version: VersionItem }> {
+  assertActor('createArtifact', actor);
   const { head, version, creation } = await prepareNewArtifact(ctx, actor, input, opts);
   await commitAudited(
     ctx,
@@ -75,7 +78,7 @@ export async function prepareNewArtifact(
   const key = opts.contentKeyFor ? opts.contentKeyFor(artifactId) : contentKey(artifactId, 1, filename);
   const version = await storeVersionContent(ctx, actor, { artifactId, version: 1, name, kind, labels, filename, key, createdAt, input });
   const head = newHeadItem({ artifactId, name, kind, labels, quorum, createdAt, actor, extra: opts.headExtra });
-  return { head, version, creation: creationTransition(version, actor) };
+  return { head, version, creation: creationTransition(version, actor, policyOf(head)) };
 }
 
 function newHeadItem(a: {
@@ -110,6 +113,7 @@ function newHeadItem(a: {
 }
 
 export async function addVersion(ctx: ServiceContext, actor: Principal, artifactId: string, input: ContentInput): Promise<VersionItem> {
+  assertActor('addVersion', actor);
   const filename = validateFilename(input.filename);
   await assertNotFenced(ctx);
   const head = await readHead(ctx, artifactId);
@@ -132,7 +136,8 @@ export async function addVersion(ctx: ServiceContext, actor: Principal, artifact
   await runAudited(ctx, [artifactId], (heads) => {
     if (heads[artifactId]?.archived) throw new Conflict(`artifact ${artifactId} was archived meanwhile`);
     return {
-      chains: [{ artifactId, entries: [creationTransition(version, actor)] }],
+      // The policy as the HEAD stands now is chained with every version (audit/policy.ts).
+      chains: [{ artifactId, entries: [creationTransition(version, actor, policyOf(heads[artifactId] as HeadItem))] }],
       ops: [{ op: 'put', item: version, condition: cond.notExists() }],
       published: [version.content_key, version.metadata_key],
     };
@@ -236,8 +241,9 @@ async function storeVersionContent(ctx: ServiceContext, actor: Principal, a: Sto
   };
 }
 
-function creationTransition(v: VersionItem, actor: Principal) {
+function creationTransition(v: VersionItem, actor: Principal, policy: Policy) {
   return transitionDraft(v.artifact_id, {
+    policy,
     version: v.version,
     from: null,
     to: 'DRAFT',

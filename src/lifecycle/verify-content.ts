@@ -5,17 +5,21 @@
  */
 
 import { readHead } from '../audit/chain.ts';
+import { loadChain } from '../audit/history.ts';
+import { firstChainedPolicy, hotChainedPolicy, policyProblems } from '../audit/policy.ts';
 import { AlpError, IntegrityError, NotFound } from '../core/errors.ts';
 import { allHeads } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
 import { judgeProvenanceDocument, provenanceArtifactId } from './provenance.ts';
 import { type ObjectRef, refsOfArtifact } from './references.ts';
+import { listVersions } from './versions.ts';
 
 export interface VerifyFinding {
   key: string;
   digest: string;
   source: string;
-  problem: 'missing' | 'corrupt' | 'error';
+  /** `policy`: the HEAD or a metadata.json snapshot differs from the policy the audit chain records. */
+  problem: 'missing' | 'corrupt' | 'error' | 'policy';
   detail: string;
 }
 
@@ -53,7 +57,16 @@ export async function collectRefs(ctx: ServiceContext, artifactId?: string): Pro
   return refs;
 }
 
-export async function verifyObjects(ctx: ServiceContext, refs: ObjectRef[], progress: Progress = {}): Promise<VerifyReport> {
+/**
+ * `policies` (default true): also check, for every artifact whose metadata.json is among `refs`, that
+ * its HEAD and snapshots carry the policy its audit chain records (reconcile has audit verify do it).
+ */
+export async function verifyObjects(
+  ctx: ServiceContext,
+  refs: ObjectRef[],
+  progress: Progress = {},
+  opts: { policies?: boolean } = {},
+): Promise<VerifyReport> {
   const report: VerifyReport = { objects: refs.length, bytes: 0, ok: 0, findings: [], stale: [] };
   progress.total?.(refs.length);
   for (const ref of refs) {
@@ -79,7 +92,26 @@ export async function verifyObjects(ctx: ServiceContext, refs: ObjectRef[], prog
     }
     progress.tick?.(1);
   }
+  if (opts.policies !== false) for (const id of artifactsWithSnapshots(refs)) await checkPolicy(ctx, id, report);
   return report;
+}
+
+function artifactsWithSnapshots(refs: ObjectRef[]): string[] {
+  const ids = new Set<string>();
+  for (const r of refs) {
+    const m = /^ART#(\S+) V#\d+ metadata$/.exec(r.source);
+    if (m) ids.add(m[1] as string);
+  }
+  return [...ids];
+}
+
+async function checkPolicy(ctx: ServiceContext, artifactId: string, report: VerifyReport): Promise<void> {
+  const head = await readHead(ctx, artifactId);
+  const chained =
+    (await hotChainedPolicy(ctx, artifactId)) ?? firstChainedPolicy((await loadChain(ctx, artifactId, { tolerant: true })).entries);
+  const problems = await policyProblems(ctx, head, chained, await listVersions(ctx.items, artifactId));
+  for (const p of problems)
+    report.findings.push({ key: p.row, digest: '', source: `${artifactId} policy`, problem: 'policy', detail: p.problem });
 }
 
 async function judgeDerived(ctx: ServiceContext, ref: ObjectRef, artifactId: string, report: VerifyReport): Promise<void> {
