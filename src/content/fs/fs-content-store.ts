@@ -17,6 +17,7 @@ import {
   mkdirSync,
   openSync,
   renameSync,
+  rmdirSync,
   unlinkSync,
 } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
@@ -64,7 +65,7 @@ export class FsContentStore implements ContentStore {
 
   private readonly staging = new Map<
     StagedObject,
-    { fh: FileHandle; tmpPath: string; finalPath: string; dir: string; created: string[]; repair: boolean }
+    { fh: FileHandle; tmpPath: string; finalPath: string; dir: string; created: string[]; made: string[]; repair: boolean }
   >();
 
   private constructor(
@@ -98,10 +99,8 @@ export class FsContentStore implements ContentStore {
   /** Writes the bytes to a temp file in the target directory (O_EXCL), hashing them in the same pass. */
   async stage(key: string, body: Body, opts: PutOptions = {}): Promise<StagedObject> {
     const segments = validateObjectKey(key);
-    const { dir, created } = await this.ensureDir(segments.slice(0, -1));
+    const { dir, created, made, fh, tmpPath } = await this.openTemp(segments.slice(0, -1));
     const finalPath = path.join(dir, segments[segments.length - 1] as string);
-    const tmpPath = path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
-    const fh = await fs.open(tmpPath, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
     try {
       const acc = new DigestAccumulator();
       let pending: Promise<void> = Promise.resolve();
@@ -126,12 +125,36 @@ export class FsContentStore implements ContentStore {
         });
       }
       const staged: StagedObject = { key, digest, size: acc.size };
-      this.staging.set(staged, { fh, tmpPath, finalPath, dir, created, repair: opts.repair === true });
+      this.staging.set(staged, { fh, tmpPath, finalPath, dir, created, made, repair: opts.repair === true });
       return staged;
     } catch (e) {
       await fh.close().catch(() => {});
       await fs.unlink(tmpPath).catch(() => {});
+      removeEmptyDirs(made);
       throw e;
+    }
+  }
+
+  /**
+   * Creates the target directory and a temp file in it. A concurrent cleanup (a refused upload's, or
+   * cleanupInterrupted) may remove an empty directory between the two steps: then both are done again, once.
+   */
+  private async openTemp(dirSegments: string[]) {
+    for (let attempt = 0; ; attempt++) {
+      let made: string[] = [];
+      try {
+        const { dir, created, made: m } = await this.ensureDir(dirSegments);
+        made = m;
+        const tmpPath = path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
+        const fh = await fs.open(tmpPath, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
+        return { dir, created, made, fh, tmpPath };
+      } catch (e) {
+        const vanished = (e as NodeJS.ErrnoException).code === 'ENOENT' || e instanceof NotFound;
+        if (!vanished || attempt > 0) {
+          removeEmptyDirs(made);
+          throw mapFsError(e, dirSegments.join('/'));
+        }
+      }
     }
   }
 
@@ -174,6 +197,7 @@ export class FsContentStore implements ContentStore {
       for (const s of states.slice(renamed)) {
         await s.fh.close().catch(() => {});
         await fs.unlink(s.tmpPath).catch(() => {});
+        removeEmptyDirs(s.made);
       }
       throw e;
     }
@@ -226,6 +250,7 @@ export class FsContentStore implements ContentStore {
       this.staging.delete(s);
       await state.fh.close().catch(() => {});
       await fs.unlink(state.tmpPath).catch(() => {});
+      removeEmptyDirs(state.made);
     }
   }
 
@@ -340,13 +365,19 @@ export class FsContentStore implements ContentStore {
     return true;
   }
 
+  /**
+   * Removes the temp files of dead writers, then the empty directories below artifacts/ and
+   * executions/ (those of refused or interrupted uploads; never the root or a top-level directory).
+   * rmdir fails harmlessly on a directory a live writer just put something in, and a live writer whose
+   * fresh directory vanishes before its temp file is open creates it again (openTemp).
+   */
   async cleanupInterrupted(): Promise<number> {
     let removed = 0;
-    const visit = async (dir: string): Promise<void> => {
+    const visit = async (dir: string, depth: number, prunable: boolean): Promise<void> => {
       const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => [] as Dirent[]);
       for (const e of entries) {
         const p = path.join(dir, e.name);
-        if (e.isDirectory()) await visit(p);
+        if (e.isDirectory()) await visit(p, depth + 1, depth === 0 ? PRUNED_PREFIXES.includes(e.name) : prunable);
         else if (e.isFile() && e.name.startsWith(TEMP_PREFIX)) {
           const pid = Number(e.name.slice(TEMP_PREFIX.length).split('-')[0]);
           if (pid !== process.pid && !processAlive(pid)) {
@@ -355,8 +386,9 @@ export class FsContentStore implements ContentStore {
           }
         }
       }
+      if (prunable && depth >= 2) await fs.rmdir(dir).catch(() => {});
     };
-    await visit(this.root);
+    await visit(this.root, 0, false);
     return removed;
   }
 
@@ -366,9 +398,11 @@ export class FsContentStore implements ContentStore {
    * Creates missing directories, refusing symlinks on the way. Returns the directory and the parents
    * whose entries changed: the caller fsyncs those before publishing into the new directory.
    */
-  private async ensureDir(dirSegments: string[]): Promise<{ dir: string; created: string[] }> {
+  private async ensureDir(dirSegments: string[]): Promise<{ dir: string; created: string[]; made: string[] }> {
     let current = this.root;
     const created: string[] = [];
+    // The directories this call made, below the top level (a refused write removes them again).
+    const made: string[] = [];
     for (const seg of dirSegments) {
       const next = path.join(current, seg);
       // Directory checks are single metadata syscalls of microseconds: done synchronously they cost
@@ -378,6 +412,7 @@ export class FsContentStore implements ContentStore {
         try {
           mkdirSync(next, { mode: DIR_MODE });
           created.push(current);
+          if (current !== this.root) made.push(next);
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw mapFsError(e, dirSegments.join('/'));
         }
@@ -387,7 +422,7 @@ export class FsContentStore implements ContentStore {
       if (!stat.isDirectory()) throw new InvalidInput(`${path.relative(this.root, next)} is not a directory`);
       current = next;
     }
-    return { dir: current, created };
+    return { dir: current, created, made };
   }
 
   /** Maps a key to its path, refusing any symlinked directory; NotFound when a directory is missing. */
@@ -453,6 +488,24 @@ export class FsContentStore implements ContentStore {
         if (!stat?.isFile()) continue;
         yield { key: keyText, size: stat.size, storageClass: reportedClass(keyText) };
       }
+    }
+  }
+}
+
+/** Top-level directories whose empty subdirectories cleanupInterrupted removes. */
+const PRUNED_PREFIXES = ['artifacts', 'executions'];
+
+/**
+ * Removes directories a refused write made, deepest first, while they are empty. Never recursive:
+ * rmdir fails (harmlessly, and then the parents are not empty either) once another writer put
+ * something there.
+ */
+function removeEmptyDirs(made: string[]): void {
+  for (const dir of [...made].reverse()) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      return;
     }
   }
 }
