@@ -1,71 +1,70 @@
 /**
- * The authorization matrix: every HTTP route, its method and path, and the principal kinds that may
- * call it. Routes are registered from this table and the authorization test iterates over it, so the
- * table is the one place that says who may do what over HTTP.
+ * The HTTP route table: every route, its method and path, and the operation it performs. Who may
+ * perform an operation is decided by the shared access table (src/lifecycle/access.ts), which the CLI
+ * and the services ask too; a route only names its operation. Routes are registered from this table
+ * and the authorization test iterates over it (every route × every principal kind).
  *
- * - `human`: everything an agent may do, plus approving, rejecting and archiving.
- * - `agent`: create artifacts and versions, propose and withdraw, append provenance, start and finish
- *   executions, upload their outputs, create compensations; read everything.
- * - `service`: read only (exporters, dashboards).
- *
- * Retention, recovery, the telemetry claim and token administration have no route at all (their
- * read-only figures are in /v1/status/operations).
+ * Retention, recovery, the telemetry claim and token administration have no route at all: they are
+ * the local operator's (their read-only figures are in /v1/status/operations).
  */
+import { kindsFor, type Operation } from '../lifecycle/access.ts';
 import type { PrincipalKind } from '../lifecycle/model.ts';
 
 export type Access = 'public' | readonly PrincipalKind[];
-
-const READERS = ['human', 'agent', 'service'] as const;
-const WRITERS = ['human', 'agent'] as const;
-const HUMANS = ['human'] as const;
 
 export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT';
 
 export interface RouteSpec {
   method: Method;
   url: string;
+  /** The operation of the shared access table, or public (no token). */
+  operation: Operation | 'public';
   access: Access;
 }
 
-export const ROUTES = {
-  health: { method: 'GET', url: '/healthz', access: 'public' },
-  ready: { method: 'GET', url: '/readyz', access: 'public' },
-  metrics: { method: 'GET', url: '/metrics', access: 'public' },
-  openapi: { method: 'GET', url: '/openapi.json', access: 'public' },
-  docs: { method: 'GET', url: '/docs', access: 'public' },
+function route(method: Method, url: string, operation: Operation | 'public'): RouteSpec {
+  return { method, url, operation, access: operation === 'public' ? 'public' : kindsFor(operation) };
+}
 
-  whoami: { method: 'GET', url: '/v1/whoami', access: READERS },
-  listArtifacts: { method: 'GET', url: '/v1/artifacts', access: READERS },
-  createArtifact: { method: 'POST', url: '/v1/artifacts', access: WRITERS },
-  showArtifact: { method: 'GET', url: '/v1/artifacts/:id', access: READERS },
-  history: { method: 'GET', url: '/v1/artifacts/:id/history', access: READERS },
-  verification: { method: 'GET', url: '/v1/artifacts/:id/verification', access: READERS },
-  listVersions: { method: 'GET', url: '/v1/artifacts/:id/versions', access: READERS },
-  addVersion: { method: 'POST', url: '/v1/artifacts/:id/versions', access: WRITERS },
-  showVersion: { method: 'GET', url: '/v1/artifacts/:id/versions/:v', access: READERS },
-  getContent: { method: 'GET', url: '/v1/artifacts/:id/versions/:v/content', access: READERS },
-  headContent: { method: 'HEAD', url: '/v1/artifacts/:id/versions/:v/content', access: READERS },
-  transition: { method: 'POST', url: '/v1/artifacts/:id/versions/:v/transitions', access: WRITERS },
-  decide: { method: 'POST', url: '/v1/artifacts/:id/versions/:v/approvals', access: HUMANS },
-  listApprovals: { method: 'GET', url: '/v1/artifacts/:id/approvals', access: READERS },
-  startExecution: { method: 'POST', url: '/v1/artifacts/:id/versions/:v/executions', access: WRITERS },
-  listExecutions: { method: 'GET', url: '/v1/artifacts/:id/executions', access: READERS },
-  compensate: { method: 'POST', url: '/v1/artifacts/:id/versions/:v/compensations', access: WRITERS },
-  getProvenance: { method: 'GET', url: '/v1/artifacts/:id/provenance', access: READERS },
-  addProvenance: { method: 'POST', url: '/v1/artifacts/:id/provenance', access: WRITERS },
-  archive: { method: 'POST', url: '/v1/artifacts/:id/archive', access: HUMANS },
-  showExecution: { method: 'GET', url: '/v1/executions/:run', access: READERS },
-  uploadOutput: { method: 'PUT', url: '/v1/executions/:run/:output', access: WRITERS },
-  getOutput: { method: 'GET', url: '/v1/executions/:run/:output', access: READERS },
-  headOutput: { method: 'HEAD', url: '/v1/executions/:run/:output', access: READERS },
-  finishExecution: { method: 'POST', url: '/v1/executions/:run/finish', access: WRITERS },
-  queryTransitions: { method: 'GET', url: '/v1/query/transitions', access: READERS },
-  queryApprovals: { method: 'GET', url: '/v1/query/approvals', access: READERS },
-  queryRuns: { method: 'GET', url: '/v1/query/runs', access: READERS },
-  queryProvenance: { method: 'GET', url: '/v1/query/provenance', access: READERS },
-  queryCompensations: { method: 'GET', url: '/v1/query/compensations', access: READERS },
-  statusStates: { method: 'GET', url: '/v1/status/states', access: READERS },
-  statusOperations: { method: 'GET', url: '/v1/status/operations', access: READERS },
+export const ROUTES = {
+  health: route('GET', '/healthz', 'public'),
+  ready: route('GET', '/readyz', 'public'),
+  metrics: route('GET', '/metrics', 'public'),
+  openapi: route('GET', '/openapi.json', 'public'),
+  docs: route('GET', '/docs', 'public'),
+
+  whoami: route('GET', '/v1/whoami', 'read'),
+  listArtifacts: route('GET', '/v1/artifacts', 'read'),
+  createArtifact: route('POST', '/v1/artifacts', 'createArtifact'),
+  showArtifact: route('GET', '/v1/artifacts/:id', 'read'),
+  history: route('GET', '/v1/artifacts/:id/history', 'read'),
+  verification: route('GET', '/v1/artifacts/:id/verification', 'read'),
+  listVersions: route('GET', '/v1/artifacts/:id/versions', 'read'),
+  addVersion: route('POST', '/v1/artifacts/:id/versions', 'addVersion'),
+  showVersion: route('GET', '/v1/artifacts/:id/versions/:v', 'read'),
+  getContent: route('GET', '/v1/artifacts/:id/versions/:v/content', 'read'),
+  headContent: route('HEAD', '/v1/artifacts/:id/versions/:v/content', 'read'),
+  transition: route('POST', '/v1/artifacts/:id/versions/:v/transitions', 'propose'),
+  decide: route('POST', '/v1/artifacts/:id/versions/:v/approvals', 'decide'),
+  listApprovals: route('GET', '/v1/artifacts/:id/approvals', 'read'),
+  startExecution: route('POST', '/v1/artifacts/:id/versions/:v/executions', 'startExecution'),
+  listExecutions: route('GET', '/v1/artifacts/:id/executions', 'read'),
+  compensate: route('POST', '/v1/artifacts/:id/versions/:v/compensations', 'compensate'),
+  getProvenance: route('GET', '/v1/artifacts/:id/provenance', 'read'),
+  addProvenance: route('POST', '/v1/artifacts/:id/provenance', 'addProvenance'),
+  archive: route('POST', '/v1/artifacts/:id/archive', 'archive'),
+  showExecution: route('GET', '/v1/executions/:run', 'read'),
+  uploadOutput: route('PUT', '/v1/executions/:run/:output', 'uploadOutput'),
+  getOutput: route('GET', '/v1/executions/:run/:output', 'read'),
+  headOutput: route('HEAD', '/v1/executions/:run/:output', 'read'),
+  finishExecution: route('POST', '/v1/executions/:run/finish', 'finishExecution'),
+  queryTransitions: route('GET', '/v1/query/transitions', 'read'),
+  queryApprovals: route('GET', '/v1/query/approvals', 'read'),
+  queryRuns: route('GET', '/v1/query/runs', 'read'),
+  queryProvenance: route('GET', '/v1/query/provenance', 'read'),
+  queryCompensations: route('GET', '/v1/query/compensations', 'read'),
+  statusStates: route('GET', '/v1/status/states', 'read'),
+  statusOperations: route('GET', '/v1/status/operations', 'read'),
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteId = keyof typeof ROUTES;

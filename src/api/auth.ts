@@ -1,14 +1,17 @@
 /**
  * Bearer authentication and the kind check. The token's sha256 names a principal (principals.ts);
- * the route table (access.ts) says which kinds may call a route. Missing or unknown token: 401;
- * a known principal of the wrong kind: 403. Runs in onRequest, before any body byte is read.
+ * the route table (access.ts) names the route's operation and the shared access table
+ * (lifecycle/access.ts) says which kinds may perform it. Missing or unknown token: 401; a known
+ * principal of the wrong kind: 403. Runs in onRequest, before any body byte is read. Over HTTP there
+ * is no local operator: every caller is its token's principal.
  */
 import type { FastifyRequest } from 'fastify';
-import { Forbidden, Unauthenticated } from '../core/errors.ts';
+import { Unauthenticated } from '../core/errors.ts';
+import { assertMay } from '../lifecycle/access.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { resolveToken } from '../lifecycle/principals.ts';
-import { type Access, ROUTES, type RouteId } from './access.ts';
+import { ROUTES, type RouteId } from './access.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,17 +32,12 @@ export function bearerToken(header: string | undefined): string | undefined {
 export async function authenticate(ctx: ServiceContext, request: FastifyRequest): Promise<void> {
   const id = request.routeOptions.config.routeId;
   if (id === undefined) return;
-  const access = ROUTES[id].access as Access;
-  if (access === 'public') return;
+  const { operation } = ROUTES[id];
+  if (operation === 'public') return;
   const token = bearerToken(request.headers.authorization);
   if (token === undefined) throw new Unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
   const principal = await resolveToken(ctx, token);
-  if (!access.includes(principal.kind)) {
-    throw new Forbidden(`${id} needs a principal of kind ${access.join(' or ')}; ${principal.id} is ${principal.kind}`, {
-      principal: principal.id,
-      kind: principal.kind,
-    });
-  }
+  assertMay(operation, { principal, operator: false });
   request.principal = principal;
 }
 

@@ -1,15 +1,18 @@
 /**
- * What every CLI command needs: the storage named by the global options, the clock (ALP_NOW), the
- * acting principal, and output in the two forms (human lines, or one JSON document with --json).
+ * What every CLI command needs: the storage named by the global options, the acting caller (checked
+ * against the shared access table for every command), the clock (ALP_NOW, for a caller allowed to
+ * set it), and output in the two forms (human lines, or one JSON document with --json).
  */
 import type { Command } from 'commander';
 import { type Clock, FixedClock, systemClock } from '../core/clock.ts';
 import { resolveStorageConfig, type StorageConfig } from '../core/config.ts';
-import { UsageError } from '../core/errors.ts';
+import { Forbidden, InternalError, UsageError } from '../core/errors.ts';
+import { assertMay, type Caller, mayPerform } from '../lifecycle/access.ts';
 import type { ServiceContext } from '../lifecycle/context.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { localOperator, resolveToken } from '../lifecycle/principals.ts';
 import { openInstallation } from '../runtime/open.ts';
+import { operationOf } from './operations.ts';
 
 export interface GlobalOptions {
   data?: string;
@@ -25,12 +28,19 @@ export function globals(cmd: Command): GlobalOptions {
 
 let warnedClock = false;
 
-/** The process clock: the system clock, or a fixed instant from ALP_NOW (with a warning every run). */
-export function cliClock(env: NodeJS.ProcessEnv = process.env): Clock {
+/** ALP_NOW as a fixed instant, or undefined when unset; a malformed value is a usage error. */
+export function fixedNow(env: NodeJS.ProcessEnv = process.env): Date | undefined {
   const fixed = env.ALP_NOW;
-  if (!fixed) return systemClock;
+  if (!fixed) return undefined;
   const at = new Date(fixed);
   if (Number.isNaN(at.getTime())) throw new UsageError(`ALP_NOW is not an ISO time: ${JSON.stringify(fixed)}`);
+  return at;
+}
+
+/** The process clock: the system clock, or a fixed instant from ALP_NOW (with a warning every run). */
+export function cliClock(env: NodeJS.ProcessEnv = process.env): Clock {
+  const at = fixedNow(env);
+  if (!at) return systemClock;
   if (!warnedClock) {
     process.stderr.write(`alp: warning: ALP_NOW is set; the clock reads ${at.toISOString()}\n`);
     warnedClock = true;
@@ -38,18 +48,63 @@ export function cliClock(env: NodeJS.ProcessEnv = process.env): Clock {
   return new FixedClock(at);
 }
 
+/**
+ * The clock a runtime is opened with, chosen once the caller is known (ALP_NOW is honoured only for
+ * a caller allowed to set the clock). Reading it before then is a bug: nothing may depend on time
+ * before the caller is authorised.
+ */
+class ChosenClock implements Clock {
+  private chosen: Clock | undefined;
+  choose(clock: Clock): void {
+    this.chosen = clock;
+  }
+  now(): Date {
+    if (!this.chosen) throw new InternalError('the CLI clock was read before the caller was authorised');
+    return this.chosen.now();
+  }
+}
+
 export interface Runtime {
   ctx: ServiceContext;
   config: StorageConfig;
   opts: GlobalOptions;
+  /** Who runs the command: the local operator (no token) or the token's principal. */
+  caller: Caller;
   close(): Promise<void>;
 }
 
+/** The caller: the token's principal (UNAUTHENTICATED when unknown), else the local operator. */
+async function resolveCaller(ctx: ServiceContext, opts: GlobalOptions): Promise<Caller> {
+  const token = opts.token ?? process.env.ALP_TOKEN;
+  if (token) return { principal: await resolveToken(ctx, token), operator: false };
+  return { principal: localOperator(), operator: true };
+}
+
+/**
+ * Opens the installation and authorises the command against the shared access table: the command's
+ * operation for the caller, and ALP_NOW (setClock) when it is set.
+ */
 export async function openRuntime(cmd: Command): Promise<Runtime> {
   const opts = globals(cmd);
   const config = resolveStorageConfig(opts);
-  const { ctx, close } = await openInstallation(config, cliClock());
-  return { ctx, config, opts, close };
+  const at = fixedNow();
+  const clock = new ChosenClock();
+  const { ctx, close } = await openInstallation(config, clock);
+  try {
+    const caller = await resolveCaller(ctx, opts);
+    assertMay(operationOf(cmd), caller);
+    if (at && !mayPerform('setClock', caller)) {
+      throw new Forbidden(
+        `ALP_NOW may be set only by the local operator (no token) or a human token; ${caller.principal.id} is ${caller.principal.kind}`,
+        { principal: caller.principal.id, kind: caller.principal.kind, operation: 'setClock' },
+      );
+    }
+    clock.choose(cliClock());
+    return { ctx, config, opts, caller, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
 }
 
 /** Opens the runtime, runs `fn`, always closes. */
@@ -64,9 +119,7 @@ export async function withRuntime<T>(cmd: Command, fn: (rt: Runtime) => Promise<
 
 /** The principal the CLI acts as: the token's, or the local operator (a human). */
 export async function actingPrincipal(rt: Runtime): Promise<Principal> {
-  const token = rt.opts.token ?? process.env.ALP_TOKEN;
-  if (token) return resolveToken(rt.ctx, token);
-  return localOperator();
+  return rt.caller.principal;
 }
 
 /** Prints a result: the JSON document with --json, else the human rendering. */

@@ -8,9 +8,10 @@
 import { afterOps, readBackOr, readHead, runAudited } from '../audit/chain.ts';
 import { DAY_MS, isoTimestamp } from '../core/clock.ts';
 import { type Digest, parseDigest } from '../core/digest.ts';
-import { Forbidden, IllegalTransition, InvalidInput } from '../core/errors.ts';
+import { IllegalTransition, InvalidInput } from '../core/errors.ts';
 import { approvalSk, approverGsiPk, artifactPk, eventGsiSk } from '../core/keys.ts';
 import { queryAll } from '../store/item-store.ts';
+import { assertActor } from './access.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
@@ -98,8 +99,7 @@ export async function decide(
   version: number,
   input: DecisionInput,
 ): Promise<DecisionResult> {
-  if (actor.kind !== 'human')
-    throw new Forbidden(`only human principals may ${input.decision === 'APPROVE' ? 'approve' : 'reject'}; ${actor.id} is ${actor.kind}`);
+  assertActor('decide', actor);
   if (input.decision !== 'APPROVE' && input.decision !== 'REJECT') throw new InvalidInput('decision must be APPROVE or REJECT');
   const evidence = validateText('evidence_ref', input.evidenceRef, { min: 1, max: 2000 });
   const comment = input.comment === undefined ? undefined : validateText('comment', input.comment, { min: 0, max: 4000 });

@@ -9,6 +9,7 @@ import type { Digest } from '../core/digest.ts';
 import { Conflict } from '../core/errors.ts';
 import { archiveKey } from '../core/object-keys.ts';
 import { cond, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
+import { assertActor } from './access.ts';
 import type { ServiceContext } from './context.ts';
 import { listExecutions } from './executions.ts';
 import type { ArchivedObject, HeadItem, Principal } from './model.ts';
@@ -17,6 +18,7 @@ import { merge, type Planned, planMove } from './moves.ts';
 import { listVersions } from './versions.ts';
 
 export async function archiveArtifact(ctx: ServiceContext, actor: Principal, artifactId: string): Promise<{ archived: ArchivedObject[] }> {
+  assertActor('archive', actor);
   await assertNotFenced(ctx);
   const versions = await listVersions(ctx.items, artifactId);
   const unsettled = versions.filter((v) => !SETTLED_STATES.includes(v.state));

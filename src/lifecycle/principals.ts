@@ -9,6 +9,7 @@ import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, Unauthe
 import { randomToken } from '../core/ids.ts';
 import { PRINCIPAL_SK, principalPk, TOKEN_SK, tokenPk } from '../core/keys.ts';
 import { cond } from '../store/item-store.ts';
+import { assertActor } from './access.ts';
 import type { ServiceContext } from './context.ts';
 import { PRINCIPAL_KINDS, type Principal, type PrincipalKind } from './model.ts';
 
@@ -38,6 +39,7 @@ export async function createToken(
   input: { principal: string; kind: string; label?: string },
   createdBy: Principal,
 ): Promise<{ token: string; principal: Principal }> {
+  assertActor('createToken', createdBy);
   const principal: Principal = { id: validatePrincipalId(input.principal), kind: validatePrincipalKind(input.kind) };
   const now = ctx.clock.now().toISOString();
   const pKey = { PK: principalPk(principal.id), SK: PRINCIPAL_SK };

@@ -6,6 +6,7 @@
 import { AUDIT_RESERVED_OPS, afterOps, readBackOr, runAudited } from '../audit/chain.ts';
 import { Conflict, InvalidInput } from '../core/errors.ts';
 import { MAX_TRANSACT_OPS } from '../store/item-store.ts';
+import { assertActor } from './access.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
@@ -31,6 +32,7 @@ export async function propose(
   version?: number,
   reason?: string,
 ): Promise<VersionItem> {
+  assertActor('propose', actor);
   const why = reasonOf(reason);
   let proposed: VersionItem | undefined;
   let committed: VersionItem | undefined;
@@ -99,6 +101,7 @@ export async function transition(
   to: VersionState,
   reason?: string,
 ): Promise<VersionItem> {
+  assertActor('propose', actor);
   if (to === 'PROPOSED') return propose(ctx, actor, artifactId, version, reason);
   const why = reasonOf(reason);
   const n = validateVersionNumber(version);

@@ -17,8 +17,9 @@ describe('alp CLI: the lifecycle', () => {
       fs.writeFileSync(p, text);
       return p;
     };
-    const now = '2026-05-04T10:00:00.000Z';
-    const env = { ALP_NOW: now };
+    // Agent tokens cannot fix the clock (issue 14 item 6): the walk runs on the real clock.
+    const now = new Date().toISOString();
+    const env = {};
     const run = (args: string[], o: { env?: Record<string, string>; token?: string } = {}) =>
       alpJson([...args, '--data', data], { env: { ...env, ...o.env } });
     const human = await run(['token', 'create', '--principal', 'alice', '--kind', 'human']);
@@ -70,14 +71,18 @@ describe('alp CLI: the lifecycle', () => {
       [['query', 'provenance', '--date', day], 1],
       [['query', 'compensations', '--state', 'DRAFT'], 1],
     ];
+    // The walk may cross midnight (UTC): a date pattern is asked for every day it spanned.
+    const days = [...new Set([day, new Date().toISOString().slice(0, 10)])];
     for (const [args, expected] of patterns) {
       const seen: Json[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await run([...args, '--limit', '2', ...(cursor ? ['--cursor', cursor] : [])]);
-        seen.push(...(page.items as Json[]));
-        cursor = page.cursor as string | undefined;
-      } while (cursor);
+      for (const asked of args.includes(day) ? days.map((d) => args.map((a) => (a === day ? d : a))) : [args]) {
+        let cursor: string | undefined;
+        do {
+          const page = await run([...asked, '--limit', '2', ...(cursor ? ['--cursor', cursor] : [])]);
+          seen.push(...(page.items as Json[]));
+          cursor = page.cursor as string | undefined;
+        } while (cursor);
+      }
       assert.equal(seen.length, expected, args.join(' '));
       const compId = (comp.compensation as Json).artifact_id;
       assert.ok(

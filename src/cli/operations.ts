@@ -1,0 +1,79 @@
+/**
+ * Which operation of the shared access table (src/lifecycle/access.ts) each CLI command performs.
+ * openRuntime checks it for every command before the command runs: with no token the caller is the
+ * local operator (allowed everything), with --token / ALP_TOKEN it is that token's principal. A
+ * command missing here is treated as the operator's alone (a test keeps the table complete).
+ */
+import type { Command } from 'commander';
+import type { Operation } from '../lifecycle/access.ts';
+
+export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
+  start: 'serve',
+  serve: 'serve',
+  init: 'install',
+  'token create': 'createToken',
+  verify: 'read',
+
+  'artifact create': 'createArtifact',
+  'artifact version': 'addVersion',
+  'artifact show': 'read',
+  'artifact list': 'read',
+  'artifact get': 'read',
+  'artifact propose': 'propose',
+  'artifact withdraw': 'propose',
+  'artifact transition': 'propose',
+  'artifact approve': 'decide',
+  'artifact reject': 'decide',
+  archive: 'archive',
+
+  'exec start': 'startExecution',
+  'exec upload': 'uploadOutput',
+  'exec finish': 'finishExecution',
+  'exec show': 'read',
+  compensate: 'compensate',
+
+  history: 'read',
+  'history show': 'read',
+  'history compact': 'compaction',
+  'audit verify': 'read',
+  'provenance add': 'addProvenance',
+  'provenance show': 'read',
+  'query transitions': 'read',
+  'query approvals': 'read',
+  'query runs': 'read',
+  'query provenance': 'read',
+  'query compensations': 'read',
+
+  'telemetry init': 'telemetry',
+  'telemetry stats': 'telemetry',
+  'telemetry enqueue': 'telemetry',
+  'telemetry claim': 'telemetry',
+  'telemetry ack': 'telemetry',
+  'telemetry drain': 'telemetry',
+  'epoch show': 'epoch',
+  'epoch advance': 'epoch',
+  backup: 'backup',
+  backups: 'backup',
+  restore: 'restore',
+  reconcile: 'reconcile',
+  'maintenance status': 'maintenance',
+  'maintenance release': 'maintenance',
+  'lifecycle apply': 'storageRules',
+  'lifecycle status': 'storageRules',
+  'retention plan': 'retention',
+  'retention run': 'retention',
+  'retention explain': 'retention',
+  'retention status': 'retention',
+};
+
+/** The command's path below the program, e.g. `artifact create`. */
+export function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** Fail closed: an unmapped command is an operator-only one. */
+export function operationOf(cmd: Command): Operation {
+  return COMMAND_OPERATIONS[commandPath(cmd)] ?? 'install';
+}
