@@ -4,12 +4,14 @@
  * so they all write the same way.
  */
 
+import path from 'node:path';
 import { openContentStore } from '../content/open.ts';
 import type { Clock } from '../core/clock.ts';
 import { describeContent, describeMetadata, type StorageConfig } from '../core/config.ts';
 import { UsageError } from '../core/errors.ts';
 import { createContext, type ServiceContext } from '../lifecycle/context.ts';
 import { openItemStore } from '../store/open.ts';
+import { type Tightened, tightenInstallation } from '../store/sqlite/file-modes.ts';
 import { attachAuditSinks } from './sinks.ts';
 
 export interface OpenInstallation {
@@ -61,4 +63,17 @@ export async function openInstallation(config: StorageConfig, clock: Clock): Pro
       await items.close();
     },
   };
+}
+
+/**
+ * Makes an embedded installation private again when a looser umask left it readable by other local
+ * users (alp start, serve and init call this and warn about each path it changed). The database's
+ * directory is tightened when it is the data directory (it also holds the content root), never a
+ * shared directory a `sqlite:PATH` happens to sit in.
+ */
+export function tightenEmbeddedModes(config: StorageConfig): Tightened[] {
+  if (config.metadata.engine !== 'sqlite') return [];
+  const dbDir = path.dirname(path.resolve(config.metadata.path));
+  const isDataDir = config.content.engine === 'fs' && path.dirname(path.resolve(config.content.root)) === dbDir;
+  return tightenInstallation(config.metadata.path, isDataDir ? [dbDir] : []);
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { establishAuditBaseline } from '../../audit/counter.ts';
 import { describeContent, describeMetadata } from '../../core/config.ts';
 import { ExitCode } from '../../core/errors.ts';
 import { initInstallation } from '../../lifecycle/installation.ts';
@@ -6,6 +7,7 @@ import { createToken } from '../../lifecycle/principals.ts';
 import { repairProvenanceDocuments } from '../../lifecycle/provenance.ts';
 import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
 import { settleInterruptedBackups } from '../../recovery/backup.ts';
+import { tightenEmbeddedModes } from '../../runtime/open.ts';
 import { telemetryLimitsFromEnv } from '../../telemetry/limits.ts';
 import { TelemetryQueue } from '../../telemetry/queue.ts';
 import { progressBar } from '../progress.ts';
@@ -14,9 +16,13 @@ import { actingPrincipal, output, type Runtime, withRuntime } from '../runtime.t
 export async function initAndDescribe(rt: Runtime, opts: { bootstrapTokens?: boolean } = {}) {
   const prepare = (rt.ctx.items as { ensureTable?: () => Promise<void> }).ensureTable;
   if (prepare) await prepare.call(rt.ctx.items);
+  for (const t of tightenEmbeddedModes(rt.config))
+    process.stderr.write(`alp: warning: ${t.path} was open to other local users (mode ${t.from.toString(8)}); now ${t.to.toString(8)}\n`);
   const { installation, created, bootstrapPending } = await initInstallation(rt.ctx, opts);
   // The storage worker initialises the telemetry outbox (limits from ALP_TELEMETRY_*, else defaults).
   const telemetry = await new TelemetryQueue(rt.ctx.items, telemetryLimitsFromEnv(), { clock: rt.ctx.clock }).open();
+  // The audit append counter's baseline (issue 14 item 12), once, now that the outbox state exists.
+  await establishAuditBaseline(rt.ctx);
   const cleaned = await rt.ctx.content.cleanupInterrupted();
   // Backups whose writer died: registered when their directory made it into place, failed otherwise.
   const backups = await settleInterruptedBackups(rt.ctx);

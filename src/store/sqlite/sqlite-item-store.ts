@@ -21,6 +21,7 @@ import {
   validateSk,
   validateTransaction,
 } from '../semantics.ts';
+import { ensurePrivateDir, ensurePrivateFile } from './file-modes.ts';
 
 export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
@@ -53,7 +54,10 @@ export class SqliteItemStore implements ItemStore {
 
   constructor(file: string, opts: SqliteOptions = {}) {
     this.location = file;
-    if (!opts.readonly) fs.mkdirSync(path.dirname(file), { recursive: true });
+    if (!opts.readonly) {
+      ensurePrivateDir(path.dirname(file));
+      ensurePrivateFile(file);
+    }
     this.db = new Database(file, { readonly: opts.readonly ?? false });
     this.db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
     if (!opts.readonly) {
