@@ -21,6 +21,7 @@
  * hold and advances the epoch (leases and fences stamped with the backup's epoch are stale from then on).
  */
 import { assertNotFenced, fenceCheck } from '../audit/chain.ts';
+import { checkAuditCounter } from '../audit/counter.ts';
 import { type ChainReport, verifyArtifactAudit } from '../audit/verify.ts';
 import { listAll } from '../content/content-store.ts';
 import { ConditionFailed, Conflict, Forbidden, IntegrityError, MaintenanceInProgress, NotFound } from '../core/errors.ts';
@@ -35,6 +36,7 @@ import type { ObjectRef } from '../lifecycle/references.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
 import { type Progress, type VerifyReport, verifyObjects } from '../lifecycle/verify-content.ts';
 import { cond, type Item, type ItemKey, type TransactOp } from '../store/item-store.ts';
+import { stateKey } from '../telemetry/queue.ts';
 import { forEachLimited, type PhaseProgress } from './backup.ts';
 import { isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
 import { heldRestore, type RestoreRecord, restoreKey } from './restore.ts';
@@ -230,6 +232,14 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
     if (!report.ok) broken++;
     auditFindings += report.findings.length;
     for (const f of report.findings) findings.push({ kind: 'audit', problem: 'broken', row: f.row, detail: clip(f.problem) });
+  }
+
+  // Tail truncation: the chains' lengths against the installation-wide append counter.
+  const counter = await checkAuditCounter(ctx);
+  if (!counter.ok) {
+    broken++;
+    auditFindings++;
+    findings.push({ kind: 'audit', problem: 'truncated', row: `${stateKey.PK} ${stateKey.SK}`, detail: clip(counter.detail) });
   }
 
   // Unexpected objects (report only).

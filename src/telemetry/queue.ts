@@ -274,11 +274,13 @@ export class TelemetryQueue {
   }
 
   /** The capacity-conditioned counter update that admits `n` records of `bytes` in total. */
-  private admitOp(limits: TelemetryLimits, n: number, bytes: number): TransactOp {
+  private admitOp(limits: TelemetryLimits, n: number, bytes: number, audit = false): TransactOp {
     return {
       op: 'update',
       key: stateKey,
-      update: { add: { accepted: n, live_records: n, live_bytes: bytes } },
+      // audit_appended: the installation-wide audit append counter (src/audit/counter.ts). Every
+      // audit record admitted or dropped is one audit entry appended.
+      update: { add: { accepted: n, live_records: n, live_bytes: bytes, ...(audit ? { audit_appended: n } : {}) } },
       condition: cond.and(
         cond.eq('max_records', limits.maxRecords),
         cond.eq('max_bytes', limits.maxBytes),
@@ -288,8 +290,8 @@ export class TelemetryQueue {
     };
   }
 
-  private dropOp(n: number): TransactOp {
-    return { op: 'update', key: stateKey, update: { add: { dropped: n } } };
+  private dropOp(n: number, audit = false): TransactOp {
+    return { op: 'update', key: stateKey, update: { add: { dropped: n, ...(audit ? { audit_appended: n } : {}) } } };
   }
 
   /**
@@ -313,7 +315,7 @@ export class TelemetryQueue {
           const item = this.recordItem(e.event_id, 'audit', payload, size, toMs(e.timestamp, 'event timestamp'), false);
           puts.push({ op: 'put', item, condition: cond.notExists() });
         }
-        return { ops: [this.admitOp(limits, events.length, bytes), ...puts], fallback: [this.dropOp(events.length)] };
+        return { ops: [this.admitOp(limits, events.length, bytes, true), ...puts], fallback: [this.dropOp(events.length, true)] };
       },
     };
   }

@@ -1,10 +1,13 @@
+import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { checkAuditCounter, parseCheckpoint, takeCheckpoint, verifyCheckpoint } from '../../audit/counter.ts';
 import { history } from '../../audit/history.ts';
 import { type ChainReport, verifyArtifactAudit } from '../../audit/verify.ts';
 import { ExitCode, UsageError } from '../../core/errors.ts';
 import { allHeads } from '../../lifecycle/artifacts.ts';
 import { addProvenance, inTotoStatement, listProvenance, provenanceStepView } from '../../lifecycle/provenance.ts';
 import { type IndexQuery, queryIndex } from '../../lifecycle/queries.ts';
+import { stateKey } from '../../telemetry/queue.ts';
 import { progressBar } from '../progress.ts';
 import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
 import { registerHistoryCompact } from './history-compact.ts';
@@ -57,8 +60,11 @@ export function registerAuditCommands(program: Command): void {
   const audit = program.command('audit').description('the tamper-evident audit chain');
   audit
     .command('verify [id]')
-    .description('recompute every chain (one artifact, or all) and name the first broken link')
-    .action(async (id: string | undefined, _o, cmd: Command) =>
+    .description(
+      'recompute every chain (one artifact, or all) and name the first broken link; for all, also the installation-wide append counter',
+    )
+    .option('--checkpoint <file>', 'also prove every chain still extends this checkpoint (alp audit checkpoint)')
+    .action(async (id: string | undefined, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const ids: string[] = [];
         if (id) ids.push(id);
@@ -71,10 +77,36 @@ export function registerAuditCommands(program: Command): void {
           bar.tick?.(1);
         }
         bar.stop();
+        // Truncation evidence outside the chains: the append counter (all chains) and a checkpoint.
+        const counter = id ? undefined : await checkAuditCounter(rt.ctx);
+        if (counter && !counter.ok)
+          reports.push({
+            artifact_id: '*',
+            entries: 0,
+            ok: false,
+            findings: [{ artifact_id: '*', row: `${stateKey.PK} ${stateKey.SK}`, problem: counter.detail }],
+          });
+        if (o.checkpoint) {
+          const cp = parseCheckpoint(await readFile(o.checkpoint, 'utf8'));
+          for (const f of await verifyCheckpoint(rt.ctx, cp))
+            reports.push({
+              artifact_id: f.artifact_id,
+              entries: 0,
+              ok: false,
+              findings: [{ artifact_id: f.artifact_id, row: `checkpoint ${f.artifact_id}`, problem: f.problem }],
+            });
+        }
         const broken = reports.filter((r) => !r.ok);
-        const summary = { artifacts: reports.length, entries: reports.reduce((n, r) => n + r.entries, 0), ok: broken.length === 0, broken };
+        const summary = {
+          artifacts: ids.length,
+          entries: reports.reduce((n, r) => n + r.entries, 0),
+          ok: broken.length === 0,
+          broken,
+          ...(counter ? { counter } : {}),
+        };
         output(rt.opts, summary, () => [
-          `${reports.length} chain(s), ${summary.entries} entries: ${broken.length === 0 ? 'intact' : `${broken.length} broken`}`,
+          `${ids.length} chain(s), ${summary.entries} entries: ${broken.length === 0 ? 'intact' : `${broken.length} broken`}`,
+          ...(counter ? [`append counter: ${counter.detail}`] : []),
           ...broken.flatMap((r) => r.findings.map((f) => `BROKEN ${f.row}: ${f.problem}`)),
         ]);
         const first = broken[0]?.findings[0];
@@ -82,6 +114,29 @@ export function registerAuditCommands(program: Command): void {
           process.stderr.write(`alp: INTEGRITY: audit chain broken at ${first.row}: ${first.problem}\n`);
           process.exitCode = ExitCode.INTEGRITY;
         }
+      }),
+    );
+
+  audit
+    .command('checkpoint')
+    .description(
+      'every chain’s length and head hash plus the append counter, as JSON: keep it elsewhere; audit verify --checkpoint proves the chains extend it',
+    )
+    .option('--out <file>', 'write the checkpoint to this file (default: stdout)')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const cp = await takeCheckpoint(rt.ctx);
+        const text = `${JSON.stringify(cp, null, 2)}\n`;
+        if (!o.out) {
+          process.stdout.write(text);
+          return;
+        }
+        await writeFile(o.out, text, { flag: 'wx', mode: 0o600 });
+        output(
+          rt.opts,
+          { out: o.out, artifacts: Object.keys(cp.artifacts).length, counter: cp.counter },
+          () => `wrote ${o.out} (${Object.keys(cp.artifacts).length} chains)`,
+        );
       }),
     );
 
