@@ -44,8 +44,13 @@ export const runPk = (runId: string) => `RUN#${runId}`;
 export const RUN_POINTER_SK = 'POINTER';
 export const tokenPk = (tokenHash: string) => `TOKEN#${tokenHash}`;
 export const TOKEN_SK = 'TOKEN';
+/** INSTANCE#{id} / LEASE: a process instance's lease, refreshed while it holds upload reservations (lifecycle/instance.ts). */
+export const instanceLeaseKey = (instanceId: string) => ({ PK: `INSTANCE#${instanceId}`, SK: 'LEASE' });
 export const principalPk = (principalId: string) => `PRINCIPAL#${principalId}`;
 export const PRINCIPAL_SK = 'PRINCIPAL';
+/** A principal id's normalised form (lifecycle/principal-key.ts), claimed by the one spelling it names. */
+export const principalNamePk = (normalised: string) => `PRINCIPAL_NAME#${normalised}`;
+export const PRINCIPAL_NAME_SK = 'PRINCIPAL_NAME';
 
 export type ItemKey = { PK: string; SK: string };
 export const FENCE_SK = 'FENCE';

@@ -16,6 +16,7 @@ import { compensationOutcome } from './compensation-outcome.ts';
 import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, type Planned, planMove } from './moves.ts';
+import { principalKey } from './principal-key.ts';
 import { validateText, validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 
@@ -67,7 +68,9 @@ export function countingApprovals(approvals: ApprovalRecord[], v: VersionItem, n
   for (const a of approvals) {
     if (a.version !== v.version || a.decision !== 'APPROVE' || !a.counted || a.round !== v.proposal_round) continue;
     if (a.content_hash !== v.content_hash || new Date(a.expires_at).getTime() <= now.getTime()) continue;
-    if (!byPrincipal.has(a.actor.id)) byPrincipal.set(a.actor.id, a);
+    // Distinct humans, not distinct spellings: `Ops-Lead` and `ops-lead` are one approver.
+    const who = principalKey(a.actor.id);
+    if (!byPrincipal.has(who)) byPrincipal.set(who, a);
   }
   return [...byPrincipal.values()];
 }
@@ -126,7 +129,8 @@ export async function decide(
       const current = countingApprovals(await listApprovals(ctx, artifactId), v, now);
       if (contentHash !== v.content_hash) [counted, reason] = [false, `binds ${contentHash}, not the version's content ${v.content_hash}`];
       else if (new Date(expiresAt).getTime() <= now.getTime()) [counted, reason] = [false, 'expired when given'];
-      else if (current.some((a) => a.actor.id === actor.id)) [counted, reason] = [false, `${actor.id} already approved this proposal`];
+      else if (current.some((a) => principalKey(a.actor.id) === principalKey(actor.id)))
+        [counted, reason] = [false, `${actor.id} already approved this proposal`];
       const quorumReached = counted && current.length + 1 >= head.quorum;
       const entry = approvalEntry(artifactId, {
         version: n,

@@ -7,11 +7,12 @@ import { fenceCheck } from '../audit/chain.ts';
 import { digestHex, sha256 } from '../core/digest.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, Unauthenticated } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
-import { PRINCIPAL_SK, principalPk, TOKEN_SK, tokenPk } from '../core/keys.ts';
+import { PRINCIPAL_NAME_SK, PRINCIPAL_SK, principalNamePk, principalPk, TOKEN_SK, tokenPk } from '../core/keys.ts';
 import { cond } from '../store/item-store.ts';
 import { assertActor } from './access.ts';
 import type { ServiceContext } from './context.ts';
 import { PRINCIPAL_KINDS, type Principal, type PrincipalKind } from './model.ts';
+import { principalKey } from './principal-key.ts';
 
 const TOKEN_PREFIX = 'alp_';
 
@@ -47,9 +48,24 @@ export async function createToken(
   if (existing && existing.kind !== principal.kind) {
     throw new Conflict(`principal ${principal.id} exists with kind ${String(existing.kind)}`);
   }
+  // One principal per normalised id: a second spelling (`Ops-Lead` beside `ops-lead`) is refused.
+  const nameKey = { PK: principalNamePk(principalKey(principal.id)), SK: PRINCIPAL_NAME_SK };
+  const claim = await ctx.items.get(nameKey, { consistent: true });
+  if (claim && claim.principal_id !== principal.id) {
+    throw new Conflict(
+      `principal ${principal.id} looks like the existing principal ${String(claim.principal_id)} (ids differ only by case or form)`,
+    );
+  }
   const token = `${TOKEN_PREFIX}${randomToken(32)}`;
   try {
     await ctx.items.transactWrite([
+      claim
+        ? { op: 'check', key: nameKey, condition: cond.eq('principal_id', principal.id) }
+        : {
+            op: 'put',
+            item: { ...nameKey, type: 'principal_name', principal_id: principal.id, created_at: now },
+            condition: cond.notExists(),
+          },
       existing
         ? { op: 'check', key: pKey, condition: cond.eq('kind', principal.kind) }
         : {
@@ -74,7 +90,7 @@ export async function createToken(
       fenceCheck(),
     ]);
   } catch (e) {
-    if (e instanceof ConditionFailed && e.failedIndex === 2) throw new MaintenanceInProgress();
+    if (e instanceof ConditionFailed && e.failedIndex === 3) throw new MaintenanceInProgress();
     if (e instanceof ConditionFailed) throw new Conflict(`principal ${principal.id} changed concurrently; retry`);
     throw e;
   }
