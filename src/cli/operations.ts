@@ -36,6 +36,7 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'history show': 'read',
   'history compact': 'compaction',
   'audit verify': 'read',
+  'audit checkpoint': 'read',
   'provenance add': 'addProvenance',
   'provenance show': 'read',
   'query transitions': 'read',
