@@ -14,6 +14,7 @@ import { assertActor } from './access.ts';
 import { type ContentInput, prepareNewArtifact } from './artifacts.ts';
 import type { ServiceContext } from './context.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
+import { instanceOf, leaseOp, ownerDead, ownerTag, whileLeased } from './instance.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, planMove } from './moves.ts';
 import { validateVersionNumber } from './validation.ts';
@@ -49,12 +50,14 @@ export async function compensate(
   const committed = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: COMPENSATION_SK_PREFIX }, consistent: true });
   if (committed.some((c) => c.content_key === key))
     throw new Conflict(`${key} already exists; use another --filename for a new compensation`);
-  // One compensation upload per version at a time: two writers of the same rollback key would leave
-  // one committed compensation naming the other's bytes. The reservation is on the compensated version
-  // (taken over once stale, after a writer died), released on failure, removed by the commit.
+  // One compensation upload per version at a time. The reservation is on the compensated version, names
+  // its owner (instance.ts), is taken over at once when that owner is dead or else once stale, is
+  // released on failure and removed by the commit.
   const now = ctx.clock.now();
   const stamp = now.toISOString();
   const stale = new Date(now.getTime() - UPLOAD_RESERVATION_TTL_MS).toISOString();
+  const held = target.rollback_upload_at as string | undefined;
+  const takeOver = held !== undefined && (await ownerDead(ctx, target.rollback_upload_owner)) ? [cond.eq('rollback_upload_at', held)] : [];
   const versionKey = { PK: target.PK, SK: target.SK };
   const release = () =>
     ctx.items
@@ -65,13 +68,14 @@ export async function compensate(
       {
         op: 'update',
         key: versionKey,
-        update: { set: { rollback_upload: filename, rollback_upload_at: stamp } },
+        update: { set: { rollback_upload: filename, rollback_upload_at: stamp, rollback_upload_owner: ownerTag(instanceOf(ctx)) } },
         condition: cond.and(
           cond.in('state', ['EXECUTED', 'FAILED']),
-          cond.or(cond.attrNotExists('rollback_upload_at'), cond.lt('rollback_upload_at', stale)),
+          cond.or(cond.attrNotExists('rollback_upload_at'), cond.lt('rollback_upload_at', stale), ...takeOver),
         ),
       },
       fenceCheck(),
+      leaseOp(ctx),
     ]);
   } catch (e) {
     if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
@@ -80,14 +84,14 @@ export async function compensate(
     throw e;
   }
   try {
-    return await compensateReserved(ctx, actor, { artifactId, n, filename, key, input });
+    return await whileLeased(ctx, () => compensateReserved(ctx, actor, { artifactId, n, filename, key, input }));
   } catch (e) {
     await release();
     throw e;
   }
 }
 
-const ROLLBACK_RESERVATION = ['rollback_upload', 'rollback_upload_at'] as const;
+const ROLLBACK_RESERVATION = ['rollback_upload', 'rollback_upload_at', 'rollback_upload_owner'] as const;
 
 async function compensateReserved(
   ctx: ServiceContext,

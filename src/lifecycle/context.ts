@@ -1,6 +1,7 @@
 import type { ContentStore } from '../content/content-store.ts';
 import type { Clock } from '../core/clock.ts';
 import type { ItemStore, TransactOp } from '../store/item-store.ts';
+import type { ProcessInstance } from './instance.ts';
 
 /**
  * What every service operation receives: the two contracts, the clock, and the hooks that other
@@ -12,6 +13,8 @@ export interface ServiceContext {
   clock: Clock;
   /** Extra operations added to every audit transaction (e.g. telemetry enqueue). */
   auditSinks: AuditSink[];
+  /** The process instance that owns this context's upload reservations (default: this process). */
+  instance?: ProcessInstance;
 }
 
 export interface AuditEvent {

@@ -3,8 +3,10 @@
  * output.json / stdout.log / stderr.log, and finish (→ EXECUTED or FAILED). A finished compensation
  * also settles the version it compensates.
  *
- * Uploads reserve their object key on the execution item before any byte is written (`reserved:{name}`),
- * so two uploads never write the same key and an interrupted one is visible as in-flight.
+ * Uploads reserve their object key on the execution item before any byte is written (`reserved:{name}`,
+ * with its owner in `reserved:{name}#owner`), so two uploads never write the same key and an interrupted
+ * one is visible as in-flight — until its owner is known dead (instance.ts) or the reservation is older
+ * than UPLOAD_RESERVATION_TTL_MS.
  */
 
 import { afterOps, assertNotFenced, fenceCheck, RESERVATION_PREFIX, readBackOr, readHead, runAudited } from '../audit/chain.ts';
@@ -19,13 +21,16 @@ import { assertActor } from './access.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import type { ServiceContext } from './context.ts';
+import { instanceOf, leaseOp, localVerdict, ownerDead, ownerTag, parseOwner, processInstance, whileLeased } from './instance.ts';
 import type { HeadItem, Principal } from './model.ts';
 import { merge, planMove } from './moves.ts';
 import { validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 
-/** An interrupted upload's reservation may be taken over after this long. */
+/** An interrupted upload's reservation may be taken over after this long, whoever holds it (the last resort). */
 export const UPLOAD_RESERVATION_TTL_MS = 60 * 60 * 1000;
+/** `reserved:{name}` + this: the owner (instance.ts ownerTag) of the reservation. */
+export const RESERVATION_OWNER_SUFFIX = '#owner';
 
 export interface ExecutionItem extends Item {
   type: 'execution';
@@ -114,31 +119,34 @@ export async function uploadOutput(
   if (exec.status !== 'RUNNING') throw new Conflict(`run ${runId} is ${exec.status}; outputs can only be uploaded while it runs`);
   if (exec.outputs[output]) throw new Conflict(`run ${runId} already has ${output}; outputs are immutable`);
   const reservation = `${RESERVATION_PREFIX}${output}`;
+  const owner = `${reservation}${RESERVATION_OWNER_SUFFIX}`;
   const now = ctx.clock.now();
-  // The reservation holds the time it was taken; an interrupted upload's reservation can be taken over
-  // once it is older than UPLOAD_RESERVATION_TTL_MS (conditioned on that exact value).
+  // The reservation holds the time it was taken and its owner; it can be taken over (conditioned on
+  // that exact time) at once when its owner is dead, else once older than UPLOAD_RESERVATION_TTL_MS.
   const existing = exec[reservation] as string | undefined;
-  if (existing && now.getTime() - new Date(existing).getTime() <= UPLOAD_RESERVATION_TTL_MS) {
+  if (existing && now.getTime() - new Date(existing).getTime() <= UPLOAD_RESERVATION_TTL_MS && !(await ownerDead(ctx, exec[owner]))) {
     throw new Conflict(`an upload of ${output} for run ${runId} is in progress`);
   }
   const stamp = isoTimestamp(now);
   try {
-    // The reservation is a write of a publisher: fenced like every other one.
+    // The reservation is a write of a publisher: fenced like every other one. The owner's lease is
+    // written with it (instance.ts).
     await ctx.items.transactWrite([
       {
         op: 'update',
         key: { PK: exec.PK, SK: exec.SK },
-        update: { set: { [reservation]: stamp } },
+        update: { set: { [reservation]: stamp, [owner]: ownerTag(instanceOf(ctx)) } },
         condition: cond.and(cond.eq('status', 'RUNNING'), existing ? cond.eq(reservation, existing) : cond.attrNotExists(reservation)),
       },
       fenceCheck(),
+      leaseOp(ctx),
     ]);
   } catch (e) {
     if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
     if (e instanceof ConditionFailed) throw new Conflict(`an upload of ${output} for run ${runId} is in progress, or the run finished`);
     // The outcome is unknown (a timeout may hide a write that took effect): take back what may be ours.
     await ctx.items
-      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation] }, { condition: cond.eq(reservation, stamp) })
+      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation, owner] }, { condition: cond.eq(reservation, stamp) })
       .catch(() => {});
     throw e;
   }
@@ -155,15 +163,17 @@ export async function uploadOutput(
   const key = executionKey(runId, output);
   let put: { digest: string; size: number };
   try {
-    put = await ctx.content.put(key, body, {
-      ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
-      ...(opts.expectedDigest ? { expectedDigest: opts.expectedDigest } : {}),
-    });
+    put = await whileLeased(ctx, () =>
+      ctx.content.put(key, body, {
+        ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
+        ...(opts.expectedDigest ? { expectedDigest: opts.expectedDigest } : {}),
+      }),
+    );
   } catch (e) {
     // A failed put left nothing at the key: release the reservation (if it is still ours) so the upload
     // can be retried at once instead of after UPLOAD_RESERVATION_TTL_MS.
     await ctx.items
-      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation] }, { condition: cond.eq(reservation, stamp) })
+      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation, owner] }, { condition: cond.eq(reservation, stamp) })
       .catch(() => {});
     throw e;
   }
@@ -171,7 +181,9 @@ export async function uploadOutput(
   // If the commit fails the reservation is released too (if still ours), so that the upload can be
   // retried at once; after a commit it is a leftover view attribute that nothing reads.
   const release = () =>
-    ctx.items.update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation] }, { condition: cond.eq(reservation, stamp) }).catch(() => {});
+    ctx.items
+      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation, owner] }, { condition: cond.eq(reservation, stamp) })
+      .catch(() => {});
   await runAudited(ctx, [exec.artifact_id], async () => {
     const current = await readExecution(ctx, runId);
     if (current.status !== 'RUNNING') throw new Conflict(`run ${runId} finished while ${output} was uploading`);
@@ -266,8 +278,20 @@ export async function listExecutions(ctx: ServiceContext, artifactId: string): P
   return items.filter((i) => i.type === 'execution') as ExecutionItem[];
 }
 
+/** The outputs being uploaded: reserved, not committed, and not held by an owner known dead on this host. */
+function uploadsInProgress(e: ExecutionItem): string[] {
+  return Object.keys(e)
+    .filter((k) => k.startsWith(RESERVATION_PREFIX) && !k.endsWith(RESERVATION_OWNER_SUFFIX))
+    .map((k) => k.slice(RESERVATION_PREFIX.length))
+    .filter((name) => {
+      if (e.outputs[name]) return false;
+      const owner = parseOwner(e[`${RESERVATION_PREFIX}${name}${RESERVATION_OWNER_SUFFIX}`]);
+      return !owner || localVerdict(owner, processInstance()) !== 'dead';
+    });
+}
+
 export function executionView(e: ExecutionItem): Record<string, unknown> {
-  const reservations = Object.keys(e).filter((k) => k.startsWith(RESERVATION_PREFIX) && !e.outputs[k.slice(RESERVATION_PREFIX.length)]);
+  const reservations = uploadsInProgress(e);
   return {
     run_id: e.run_id,
     artifact_id: e.artifact_id,
@@ -279,6 +303,6 @@ export function executionView(e: ExecutionItem): Record<string, unknown> {
     outputs: e.outputs,
     ...(e.exit_code !== undefined ? { exit_code: e.exit_code } : {}),
     ...(e.finished_at ? { finished_at: e.finished_at } : {}),
-    ...(reservations.length ? { uploads_in_progress: reservations.map((r) => r.slice(RESERVATION_PREFIX.length)) } : {}),
+    ...(reservations.length ? { uploads_in_progress: reservations } : {}),
   };
 }

@@ -1,0 +1,100 @@
+/**
+ * Who holds an upload reservation (issue 14 item 2). Every process is one instance, created once: a
+ * random id, the host name and the pid. A reservation names its owner; a reservation whose owner is
+ * dead is released at once by the next attempt and is not shown as in progress:
+ * - this very instance: alive (the upload runs here);
+ * - the same host and the same pid under another id: this process restarted (kill -9, then a new start
+ *   that got the pid back): dead;
+ * - the same host and a pid that is not running: dead;
+ * - otherwise (another node, or a pid that runs but may be a reused one): the owner's LEASE decides —
+ *   an item `INSTANCE#{id} / LEASE` that the owner writes with the reservation and refreshes every
+ *   LEASE_REFRESH_MS while its upload streams; expired or absent means dead.
+ * UPLOAD_RESERVATION_TTL_MS (executions.ts) stays the last resort: any reservation older than it may be
+ * taken over, whoever holds it (its late writer then loses at the create-only key, item 1).
+ */
+import os from 'node:os';
+import { isoTimestamp } from '../core/clock.ts';
+import { randomToken } from '../core/ids.ts';
+import { instanceLeaseKey } from '../core/keys.ts';
+import { processAlive } from '../core/process.ts';
+import type { Item, TransactOp } from '../store/item-store.ts';
+import type { ServiceContext } from './context.ts';
+
+export interface ProcessInstance {
+  id: string;
+  host: string;
+  pid: number;
+}
+
+/** How long a lease lasts without a refresh, and how often a live upload refreshes it. */
+export const LEASE_MS = 2 * 60 * 1000;
+export const LEASE_REFRESH_MS = 30 * 1000;
+
+let current: ProcessInstance | undefined;
+
+/** This process, created on first use. */
+export function processInstance(): ProcessInstance {
+  current ??= { id: randomToken(12), host: os.hostname(), pid: process.pid };
+  return current;
+}
+
+export function instanceOf(ctx: ServiceContext): ProcessInstance {
+  return ctx.instance ?? processInstance();
+}
+
+/** `{id}@{host}:{pid}`, the owner attribute of a reservation. */
+export function ownerTag(i: ProcessInstance): string {
+  return `${i.id}@${i.host}:${i.pid}`;
+}
+
+export function parseOwner(tag: unknown): ProcessInstance | undefined {
+  if (typeof tag !== 'string') return undefined;
+  const m = /^([A-Za-z0-9_-]+)@(.*):(\d+)$/.exec(tag);
+  return m ? { id: m[1] as string, host: m[2] as string, pid: Number(m[3]) } : undefined;
+}
+
+/** What this host alone can tell: 'dead', 'alive' (this instance) or 'unknown' (ask the lease). */
+export function localVerdict(owner: ProcessInstance, me: ProcessInstance): 'dead' | 'alive' | 'unknown' {
+  if (owner.id === me.id) return 'alive';
+  if (owner.host !== me.host) return 'unknown';
+  if (owner.pid === me.pid || !processAlive(owner.pid)) return 'dead';
+  return 'unknown';
+}
+
+/** Whether the reservation's owner is known to be dead (an owner of an unknown format is not). */
+export async function ownerDead(ctx: ServiceContext, tag: unknown): Promise<boolean> {
+  const owner = parseOwner(tag);
+  if (!owner) return false;
+  const verdict = localVerdict(owner, instanceOf(ctx));
+  if (verdict !== 'unknown') return verdict === 'dead';
+  const lease = await ctx.items.get(instanceLeaseKey(owner.id), { consistent: true });
+  return typeof lease?.lease_until !== 'string' || Date.parse(lease.lease_until) <= ctx.clock.now().getTime();
+}
+
+function leaseItem(ctx: ServiceContext): Item {
+  const me = instanceOf(ctx);
+  return {
+    ...instanceLeaseKey(me.id),
+    type: 'instance_lease',
+    instance: ownerTag(me),
+    lease_until: isoTimestamp(new Date(ctx.clock.now().getTime() + LEASE_MS)),
+  };
+}
+
+/** The put of this instance's lease, valid LEASE_MS from now: part of every reservation's transaction. */
+export function leaseOp(ctx: ServiceContext): TransactOp {
+  return { op: 'put', item: leaseItem(ctx) };
+}
+
+/** Keeps this instance's lease fresh while `work` runs (an upload streaming for longer than LEASE_MS). */
+export async function whileLeased<T>(ctx: ServiceContext, work: () => Promise<T>): Promise<T> {
+  const timer = setInterval(() => {
+    ctx.items.put(leaseItem(ctx)).catch(() => {});
+  }, LEASE_REFRESH_MS);
+  timer.unref();
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
