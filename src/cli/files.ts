@@ -50,3 +50,36 @@ export async function writeVerifiedOutput(stream: Readable, out: string): Promis
     throw e;
   }
 }
+
+const MAX_TEXT_FILE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The text of a small file the user names (`--checkpoint FILE`): a missing file is NOT_FOUND, anything
+ * but a regular file or one too large a usage error — never a raw errno. Opened without blocking, so a
+ * FIFO is refused instead of waited on.
+ */
+export async function readUserTextFile(file: string, option: string): Promise<string> {
+  if (file === '') throw new UsageError(`${option} needs a file path`);
+  const fh = await fs.open(file, C.O_RDONLY | C.O_NONBLOCK).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT' || e.code === 'ENOTDIR') throw new NotFound(`${option}: no such file: ${file}`);
+    throw new UsageError(`${option}: cannot open ${file} (${e.code ?? e.message})`);
+  });
+  try {
+    const stat = await fh.stat();
+    if (!stat.isFile()) throw new UsageError(`${option}: not a regular file: ${file}`);
+    if (stat.size > MAX_TEXT_FILE_BYTES) throw new UsageError(`${option}: ${file} is larger than ${MAX_TEXT_FILE_BYTES} bytes`);
+    return await fh.readFile('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes a new file (`--out FILE`, mode 0600, never over an existing one), with usage errors for bad paths. */
+export async function writeNewUserFile(file: string, option: string, text: string): Promise<void> {
+  if (file === '') throw new UsageError(`${option} needs a file path`);
+  await fs.writeFile(file, text, { flag: 'wx', mode: 0o600 }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'EEXIST') throw new UsageError(`${option}: ${file} exists already; give a new file`);
+    if (e.code === 'ENOENT' || e.code === 'ENOTDIR') throw new NotFound(`${option}: no such directory for ${file}`);
+    throw new UsageError(`${option}: cannot write ${file} (${e.code ?? e.message})`);
+  });
+}

@@ -13,8 +13,8 @@ import { assertActor } from './access.ts';
 import type { ServiceContext } from './context.ts';
 import { listExecutions } from './executions.ts';
 import type { ArchivedObject, HeadItem, Principal } from './model.ts';
-import { SETTLED_STATES } from './state-machine.ts';
 import { merge, type Planned, planMove } from './moves.ts';
+import { SETTLED_STATES } from './state-machine.ts';
 import { listVersions } from './versions.ts';
 
 export async function archiveArtifact(ctx: ServiceContext, actor: Principal, artifactId: string): Promise<{ archived: ArchivedObject[] }> {

@@ -13,6 +13,7 @@ import { provenanceKey } from '../../src/core/object-keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { initInstallation } from '../../src/lifecycle/installation.ts';
 import { addProvenance, buildProvenanceDocument } from '../../src/lifecycle/provenance.ts';
+import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
 import { bytesOf } from '../helpers/tmp.ts';
@@ -27,6 +28,9 @@ const profiles: Array<[string, () => Promise<Profile>]> = [
 ];
 
 async function withSteps(p: Profile, n: number): Promise<string> {
+  // As every entry point does: the audit sink keeps the installation-wide append counter (item 12)
+  // that the CLI's init records a baseline of and reconcile checks.
+  await attachAuditSinks(p.ctx);
   await initInstallation(p.ctx);
   const { version } = await createArtifact(p.ctx, agent, { name: 'prov', filename: 'f.sh', body: bytesOf('echo\n') });
   const id = version.artifact_id;

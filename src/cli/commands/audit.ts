@@ -1,4 +1,3 @@
-import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { checkAuditCounter, parseCheckpoint, takeCheckpoint, verifyCheckpoint } from '../../audit/counter.ts';
 import { history } from '../../audit/history.ts';
@@ -8,6 +7,7 @@ import { allHeads } from '../../lifecycle/artifacts.ts';
 import { addProvenance, inTotoStatement, listProvenance, provenanceStepView } from '../../lifecycle/provenance.ts';
 import { type IndexQuery, queryIndex } from '../../lifecycle/queries.ts';
 import { stateKey } from '../../telemetry/queue.ts';
+import { readUserTextFile, writeNewUserFile } from '../files.ts';
 import { progressBar } from '../progress.ts';
 import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
 import { registerHistoryCompact } from './history-compact.ts';
@@ -87,7 +87,7 @@ export function registerAuditCommands(program: Command): void {
             findings: [{ artifact_id: '*', row: `${stateKey.PK} ${stateKey.SK}`, problem: counter.detail }],
           });
         if (o.checkpoint) {
-          const cp = parseCheckpoint(await readFile(o.checkpoint, 'utf8'));
+          const cp = parseCheckpoint(await readUserTextFile(o.checkpoint, '--checkpoint'));
           for (const f of await verifyCheckpoint(rt.ctx, cp))
             reports.push({
               artifact_id: f.artifact_id,
@@ -131,7 +131,7 @@ export function registerAuditCommands(program: Command): void {
           process.stdout.write(text);
           return;
         }
-        await writeFile(o.out, text, { flag: 'wx', mode: 0o600 });
+        await writeNewUserFile(o.out, '--out', text);
         output(
           rt.opts,
           { out: o.out, artifacts: Object.keys(cp.artifacts).length, counter: cp.counter },
