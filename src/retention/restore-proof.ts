@@ -77,18 +77,22 @@ export async function verifyRestoreReference(ref: unknown, installationId: strin
     if (e instanceof AlpError) return e.message;
     return `cannot open the restore ${ref}: ${codeOf(e)}`;
   }
+  let backupId: string;
   try {
     const proof = await readRestoreProof({ items });
     if (!proof) return `${ref} is not a restore whose reconciliation was activated VERIFIED`;
     if (proof.installation_id !== installationId)
       return `${ref} is a restore of installation ${proof.installation_id}, not ${installationId}`;
-    return await retiredBasis(registry, ref, proof.backup_id);
+    backupId = proof.backup_id;
   } catch (e) {
     if (e instanceof AlpError) return `cannot read the restore ${ref}: ${e.message}`;
     return `cannot read the restore ${ref}: it is not an ALP installation's metadata store (${codeOf(e)})`;
   } finally {
     await items.close();
   }
+  // The installation's own registry, outside the catch: its storage failing is a failure of this run
+  // (STORAGE, THROTTLED…), not a reason to refuse the restore.
+  return retiredBasis(registry, ref, backupId);
 }
 
 function codeOf(e: unknown): string {

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DAY_MS } from '../../src/core/clock.ts';
-import { Conflict, InvalidInput, NotFound } from '../../src/core/errors.ts';
-import { TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
+import { Conflict, InvalidInput, NotFound, StorageFailure } from '../../src/core/errors.ts';
+import { backupSk, TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
 import { createBackup, listBackups, retireBackup } from '../../src/recovery/backup.ts';
 import { readFence } from '../../src/recovery/maintenance.ts';
 import { recoverMaintenance } from '../../src/recovery/recovery-steps.ts';
@@ -137,6 +137,29 @@ function retentionSafety(engine: Engine): void {
       const refused = await run(i, 'QUARANTINE', restore);
       assert.equal(refused.status, 'REFUSED');
       assert.match(refused.reason ?? '', /retired by os:operator .*a retired backup can no longer be the basis of a restore proof/);
+    });
+
+    it('issue 14 item 5: a storage failure of the installation’s own backup registry while the restore proof is checked fails the run as STORAGE, never as a refusal of the restore', async () => {
+      const i = await fresh();
+      const restore = await i.verifiedRestore();
+      const basis = (await listBackups(i.ctx)).find((b) => b.status === 'COMPLETE');
+      assert.ok(basis);
+      await orphan(i, 'artifacts/r/v1/orphan', 'unreferenced');
+      await run(i, 'QUARANTINE', restore);
+      i.ctx.clock.advance(7 * DAY_MS);
+      const realGet = i.ctx.items.get.bind(i.ctx.items);
+      i.ctx.items.get = async (key, opts) => {
+        if (key.SK === backupSk(basis.backup_id)) throw new StorageFailure('storage failure: EIO (injected)');
+        return realGet(key, opts);
+      };
+      const err = await run(i, 'QUARANTINE', restore).then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      i.ctx.items.get = realGet;
+      assert.ok(err instanceof StorageFailure, `the run fails with the storage error: ${JSON.stringify(err)}`);
+      const ran = await run(i, 'QUARANTINE', restore);
+      assert.deepEqual(ran.quarantined, ['artifacts/r/v1/orphan'], 'the retry succeeds');
     });
   });
 }
