@@ -11,8 +11,6 @@ import { registerStartCommand } from './commands/start.ts';
 import { registerStorageRuleCommands } from './commands/storage-rules.ts';
 import { registerTelemetryCommands } from './commands/telemetry.ts';
 
-export const ALP_VERSION = '0.1.0';
-
 export function buildProgram(): Command {
   const program = new Command('alp')
     .description('ALP — artifact lifecycle store')

@@ -9,7 +9,8 @@ import { CommanderError } from 'commander';
 import { type AlpError, ExitCode, NotFound, toAlpError, UsageError } from '../core/errors.ts';
 import { redactTokens } from '../core/ids.ts';
 import { escapeForDisplay } from '../core/object-keys.ts';
-import { ALP_VERSION, buildProgram } from './program.ts';
+import { buildProgram } from './program.ts';
+import { ALP_VERSION } from './version.ts';
 
 export { redactTokens };
 

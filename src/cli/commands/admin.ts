@@ -1,44 +1,18 @@
 import type { Command } from 'commander';
-import { establishAuditBaseline } from '../../audit/counter.ts';
-import { describeContent, describeMetadata } from '../../core/config.ts';
 import { ExitCode } from '../../core/errors.ts';
-import { initInstallation } from '../../lifecycle/installation.ts';
 import { createToken } from '../../lifecycle/principals.ts';
-import { repairProvenanceDocuments } from '../../lifecycle/provenance.ts';
 import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
-import { settleInterruptedBackups } from '../../recovery/backup.ts';
-import { tightenEmbeddedModes } from '../../runtime/open.ts';
-import { telemetryLimitsFromEnv } from '../../telemetry/limits.ts';
-import { TelemetryQueue } from '../../telemetry/queue.ts';
+import { type StartupStatus, startInstallation } from '../../runtime/startup.ts';
 import { progressBar } from '../progress.ts';
 import { actingPrincipal, output, type Runtime, withRuntime } from '../runtime.ts';
 
-export async function initAndDescribe(rt: Runtime, opts: { bootstrapTokens?: boolean } = {}) {
-  const prepare = (rt.ctx.items as { ensureTable?: () => Promise<void> }).ensureTable;
-  if (prepare) await prepare.call(rt.ctx.items);
-  for (const t of tightenEmbeddedModes(rt.config))
-    process.stderr.write(`alp: warning: ${t.path} was open to other local users (mode ${t.from.toString(8)}); now ${t.to.toString(8)}\n`);
-  const { installation, created, bootstrapPending } = await initInstallation(rt.ctx, opts);
-  // The storage worker initialises the telemetry outbox (limits from ALP_TELEMETRY_*, else defaults).
-  const telemetry = await new TelemetryQueue(rt.ctx.items, telemetryLimitsFromEnv(), { clock: rt.ctx.clock }).open();
-  // The audit append counter's baseline (issue 14 item 12), once, now that the outbox state exists.
-  await establishAuditBaseline(rt.ctx);
-  const cleaned = await rt.ctx.content.cleanupInterrupted();
-  // Backups whose writer died: registered when their directory made it into place, failed otherwise.
-  const backups = await settleInterruptedBackups(rt.ctx);
-  // Derived provenance documents a dead writer left behind its committed steps.
-  const provenanceRepaired = await repairProvenanceDocuments(rt.ctx);
-  return {
-    ...installation,
-    created,
-    bootstrapPending,
-    metadata: describeMetadata(rt.config.metadata),
-    content: describeContent(rt.config.content),
-    interrupted_uploads_removed: cleaned,
-    interrupted_backups: { completed: backups.completed, failed: backups.failed },
-    provenance_documents_repaired: provenanceRepaired,
-    telemetry_limits: telemetry,
-  };
+/** The shared startup sequence (runtime/startup.ts), warning on stderr about each path it made private. */
+export async function initAndDescribe(rt: Runtime, opts: { bootstrapTokens?: boolean } = {}): Promise<StartupStatus> {
+  return startInstallation(rt.ctx, rt.config, {
+    ...opts,
+    onTightened: (t) =>
+      process.stderr.write(`alp: warning: ${t.path} was open to other local users (mode ${t.from.toString(8)}); now ${t.to.toString(8)}\n`),
+  });
 }
 
 export function registerAdminCommands(program: Command): void {

@@ -1,12 +1,10 @@
 import type { Command } from 'commander';
-import { checkAuditCounter, parseCheckpoint, takeCheckpoint, verifyCheckpoint } from '../../audit/counter.ts';
+import { parseCheckpoint, takeCheckpoint } from '../../audit/counter.ts';
 import { history } from '../../audit/history.ts';
-import { type ChainReport, verifyArtifactAudit } from '../../audit/verify.ts';
+import { verifyAllAudit } from '../../audit/verify-all.ts';
 import { ExitCode, UsageError } from '../../core/errors.ts';
-import { allHeads } from '../../lifecycle/artifacts.ts';
 import { addProvenance, inTotoStatement, listProvenance, provenanceStepView } from '../../lifecycle/provenance.ts';
 import { type IndexQuery, queryIndex } from '../../lifecycle/queries.ts';
-import { stateKey } from '../../telemetry/queue.ts';
 import { readUserTextFile, writeNewUserFile } from '../files.ts';
 import { progressBar } from '../progress.ts';
 import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
@@ -66,46 +64,12 @@ export function registerAuditCommands(program: Command): void {
     .option('--checkpoint <file>', 'also prove every chain still extends this checkpoint (alp audit checkpoint)')
     .action(async (id: string | undefined, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const ids: string[] = [];
-        if (id) ids.push(id);
-        else for await (const h of allHeads(rt.ctx)) ids.push(h.artifact_id);
+        const checkpoint = o.checkpoint ? parseCheckpoint(await readUserTextFile(o.checkpoint, '--checkpoint')) : undefined;
         const bar = progressBar('audit', rt.opts.json);
-        bar.total?.(ids.length);
-        const reports: ChainReport[] = [];
-        for (const a of ids) {
-          reports.push(await verifyArtifactAudit(rt.ctx, a));
-          bar.tick?.(1);
-        }
-        bar.stop();
-        // Truncation evidence outside the chains: the append counter (all chains) and a checkpoint.
-        const counter = id ? undefined : await checkAuditCounter(rt.ctx);
-        if (counter && !counter.ok)
-          reports.push({
-            artifact_id: '*',
-            entries: 0,
-            ok: false,
-            findings: [{ artifact_id: '*', row: `${stateKey.PK} ${stateKey.SK}`, problem: counter.detail }],
-          });
-        if (o.checkpoint) {
-          const cp = parseCheckpoint(await readUserTextFile(o.checkpoint, '--checkpoint'));
-          for (const f of await verifyCheckpoint(rt.ctx, cp))
-            reports.push({
-              artifact_id: f.artifact_id,
-              entries: 0,
-              ok: false,
-              findings: [{ artifact_id: f.artifact_id, row: `checkpoint ${f.artifact_id}`, problem: f.problem }],
-            });
-        }
-        const broken = reports.filter((r) => !r.ok);
-        const summary = {
-          artifacts: ids.length,
-          entries: reports.reduce((n, r) => n + r.entries, 0),
-          ok: broken.length === 0,
-          broken,
-          ...(counter ? { counter } : {}),
-        };
+        const summary = await verifyAllAudit(rt.ctx, { artifactId: id, checkpoint, progress: bar }).finally(() => bar.stop());
+        const { counter, broken } = summary;
         output(rt.opts, summary, () => [
-          `${ids.length} chain(s), ${summary.entries} entries: ${broken.length === 0 ? 'intact' : `${broken.length} broken`}`,
+          `${summary.artifacts} chain(s), ${summary.entries} entries: ${broken.length === 0 ? 'intact' : `${broken.length} broken`}`,
           ...(counter ? [`append counter: ${counter.detail}`] : []),
           ...broken.flatMap((r) => r.findings.map((f) => `BROKEN ${f.row}: ${f.problem}`)),
         ]);

@@ -4,7 +4,7 @@ import type { ContentStore } from '../../content/content-store.ts';
 import { openContentStore } from '../../content/open.ts';
 import { parseContentUrl } from '../../core/config.ts';
 import { parseDigest } from '../../core/digest.ts';
-import { ExitCode, Forbidden, UsageError } from '../../core/errors.ts';
+import { ExitCode, UsageError } from '../../core/errors.ts';
 import type { Principal } from '../../lifecycle/model.ts';
 import { localOperator } from '../../lifecycle/principals.ts';
 import type { Progress } from '../../lifecycle/verify-content.ts';
@@ -15,6 +15,8 @@ import { activateRestore, type ReconcileReport, reconcile } from '../../recovery
 import { recoverMaintenance } from '../../recovery/recovery-steps.ts';
 import { restoreBackup } from '../../recovery/restore.ts';
 import { advanceEpoch, epochHistory, readEpoch } from '../../recovery/system.ts';
+import { requireHuman } from '../../runtime/human-rules.ts';
+import { prepareItems } from '../../runtime/startup.ts';
 import { progressBar } from '../progress.ts';
 import { actingPrincipal, output, parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
 
@@ -48,15 +50,8 @@ function phases(json: boolean | undefined): PhaseProgress & { stop(): void } {
   return fn;
 }
 
-async function operator(rt: Runtime): Promise<Principal> {
-  const p = await actingPrincipal(rt);
-  return p;
-}
-
 async function human(rt: Runtime, what: string): Promise<Principal> {
-  const p = await operator(rt);
-  if (p.kind !== 'human') throw new Forbidden(`${what} needs a human operator, not ${p.kind} ${p.id}`);
-  return p;
+  return requireHuman(await actingPrincipal(rt), what);
 }
 
 function reconcileLines(r: ReconcileReport): string[] {
@@ -115,7 +110,7 @@ export function registerRecoveryCommands(program: Command): void {
     .option('--with-content', 'also copy every immutable object, verified')
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const who = await operator(rt);
+        const who = await actingPrincipal(rt);
         const bars = phases(rt.opts.json);
         const r = await createBackup(rt.ctx, { out: o.out, withContent: o.withContent === true, actor: who.id, progress: bars }).finally(
           () => bars.stop(),
@@ -174,8 +169,7 @@ export function registerRecoveryCommands(program: Command): void {
     .option('--fetch-content [url]', 'copy the objects the backup names from the source content root (or URL), verified')
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const prepare = (rt.ctx.items as { ensureTable?: () => Promise<unknown> }).ensureTable;
-        if (prepare) await prepare.call(rt.ctx.items);
+        await prepareItems(rt.ctx);
         let fetchFrom: ContentStore | undefined;
         if (o.fetchContent !== undefined) {
           const url = typeof o.fetchContent === 'string' ? o.fetchContent : (await readManifest(path.resolve(o.from))).source.content;

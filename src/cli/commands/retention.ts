@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { parseDigest } from '../../core/digest.ts';
 import { UsageError } from '../../core/errors.ts';
-import { validatePrincipalId } from '../../lifecycle/principals.ts';
 import { localTrustedHost } from '../../retention/host.ts';
 import { explainRetention, retentionPlan, retentionStatus } from '../../retention/report.ts';
 import { ArtifactRetention } from '../../retention/retention.ts';
+import { retentionApprover } from '../../runtime/human-rules.ts';
 import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -48,9 +48,7 @@ export function registerRetentionCommands(program: Command): void {
         const action = String(o.action).toUpperCase();
         if (action !== 'QUARANTINE' && action !== 'PURGE') throw new UsageError('--action is QUARANTINE or PURGE');
         const actor = await actingPrincipal(rt);
-        const approver = o.approver ? { id: validatePrincipalId(o.approver), kind: 'human' as const } : actor;
-        if (o.approver && o.approver !== actor.id && actor.kind !== 'human')
-          throw new UsageError('only a human operator may name another approver');
+        const approver = retentionApprover(actor, o.approver);
         const host = localTrustedHost(rt.ctx, {
           owner: `retention ${actor.id}`,
           approver,

@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import { buildServer, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_MS, defaultLogger } from '../../api/server.ts';
-import { ALP_VERSION } from '../program.ts';
 import { parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
+import { ALP_VERSION } from '../version.ts';
 import { initAndDescribe } from './admin.ts';
 
 export interface ServeOptions {

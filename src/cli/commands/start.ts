@@ -1,32 +1,8 @@
 import type { Command } from 'commander';
-import { markBootstrapShown } from '../../lifecycle/installation.ts';
-import { createToken, localOperator } from '../../lifecycle/principals.ts';
-import { type Runtime, withRuntime } from '../runtime.ts';
+import { bootstrapTokensShown, type IssuedToken, issueBootstrapTokens } from '../../runtime/startup.ts';
+import { withRuntime } from '../runtime.ts';
 import { initAndDescribe } from './admin.ts';
 import { addServeOptions, parseServeOptions, serveUntilSignal } from './serve.ts';
-
-/** The principal of the agent token a new installation starts with. */
-export const BOOTSTRAP_AGENT = 'agent';
-
-interface IssuedToken {
-  principal: string;
-  kind: string;
-  token: string;
-}
-
-/** On a brand-new installation only: one human token (the local operator) and one agent token. */
-async function bootstrapTokens(rt: Runtime): Promise<IssuedToken[]> {
-  const operator = localOperator();
-  const out: IssuedToken[] = [];
-  for (const [principal, kind] of [
-    [operator.id, 'human'],
-    [BOOTSTRAP_AGENT, 'agent'],
-  ] as const) {
-    const { token } = await createToken(rt.ctx, { principal, kind, label: 'created by alp start on a new installation' }, operator);
-    out.push({ principal, kind, token });
-  }
-  return out;
-}
 
 export function registerStartCommand(program: Command): void {
   addServeOptions(
@@ -38,12 +14,11 @@ export function registerStartCommand(program: Command): void {
   ).action(async (o, cmd: Command) =>
     withRuntime(cmd, async (rt) => {
       const { bootstrapPending, ...status } = await initAndDescribe(rt, { bootstrapTokens: true });
-      // Issued until a start has printed them: a first start killed before it printed issues them again.
-      const tokens = bootstrapPending ? await bootstrapTokens(rt) : [];
+      const tokens: IssuedToken[] = bootstrapPending ? await issueBootstrapTokens(rt.ctx) : [];
       let shown: Promise<void> = Promise.resolve();
       const printed = () => {
         if (tokens.length)
-          shown = markBootstrapShown(rt.ctx).catch((e: unknown) => {
+          shown = bootstrapTokensShown(rt.ctx).catch((e: unknown) => {
             process.stderr.write(`alp: warning: could not record that the bootstrap tokens were shown: ${String(e)}\n`);
           });
       };

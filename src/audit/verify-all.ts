@@ -1,0 +1,67 @@
+/**
+ * `alp audit verify` as one service call: every chain (or one), the installation-wide append counter
+ * (all chains only) and, when given, a checkpoint the chains must still extend. Entry points parse
+ * and render; the rule of what is checked, in which order, and what counts as broken lives here.
+ */
+import { allHeads } from '../lifecycle/artifacts.ts';
+import type { ServiceContext } from '../lifecycle/context.ts';
+import { stateKey } from '../telemetry/queue.ts';
+import { type Checkpoint, type CounterCheck, checkAuditCounter, verifyCheckpoint } from './counter.ts';
+import { type ChainReport, verifyArtifactAudit } from './verify.ts';
+
+export interface AuditVerifySummary {
+  /** Chains verified. */
+  artifacts: number;
+  /** Entries across every verified chain. */
+  entries: number;
+  ok: boolean;
+  /** Every report with a finding: broken chains, a counter mismatch (`*`), checkpoint findings. */
+  broken: ChainReport[];
+  /** The append counter check, when every chain was verified. */
+  counter?: CounterCheck;
+}
+
+export interface AuditVerifyOptions {
+  /** One artifact only (no counter check); else every chain. */
+  artifactId?: string | undefined;
+  /** Also prove every chain still extends this checkpoint. */
+  checkpoint?: Checkpoint | undefined;
+  /** Called once with the number of chains, then once per chain verified. */
+  progress?: { total?(n: number): void; tick?(n: number): void };
+}
+
+/** The chains to verify: the one named, else every artifact with a HEAD. */
+async function chainIds(ctx: ServiceContext, artifactId: string | undefined): Promise<string[]> {
+  if (artifactId) return [artifactId];
+  const ids: string[] = [];
+  for await (const h of allHeads(ctx)) ids.push(h.artifact_id);
+  return ids;
+}
+
+function outsideChain(artifactId: string, row: string, problem: string): ChainReport {
+  return { artifact_id: artifactId, entries: 0, ok: false, findings: [{ artifact_id: artifactId, row, problem }] };
+}
+
+export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptions = {}): Promise<AuditVerifySummary> {
+  const ids = await chainIds(ctx, opts.artifactId);
+  opts.progress?.total?.(ids.length);
+  const reports: ChainReport[] = [];
+  for (const a of ids) {
+    reports.push(await verifyArtifactAudit(ctx, a));
+    opts.progress?.tick?.(1);
+  }
+  // Truncation evidence outside the chains: the append counter (all chains) and a checkpoint.
+  const counter = opts.artifactId ? undefined : await checkAuditCounter(ctx);
+  if (counter && !counter.ok) reports.push(outsideChain('*', `${stateKey.PK} ${stateKey.SK}`, counter.detail));
+  if (opts.checkpoint)
+    for (const f of await verifyCheckpoint(ctx, opts.checkpoint))
+      reports.push(outsideChain(f.artifact_id, `checkpoint ${f.artifact_id}`, f.problem));
+  const broken = reports.filter((r) => !r.ok);
+  return {
+    artifacts: ids.length,
+    entries: reports.reduce((n, r) => n + r.entries, 0),
+    ok: broken.length === 0,
+    broken,
+    ...(counter ? { counter } : {}),
+  };
+}
