@@ -6,25 +6,13 @@
  * reach the filesystem only through `resolve`, which validates them and refuses symlinks anywhere below
  * the root.
  */
-import {
-  constants as C,
-  closeSync,
-  type Dirent,
-  fstatSync,
-  fsync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  rmdirSync,
-  unlinkSync,
-} from 'node:fs';
+import { constants as C, type Dirent, fstatSync, linkSync, lstatSync, mkdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { type Digest, DigestAccumulator } from '../../core/digest.ts';
 import { AlpError, IntegrityError, InvalidInput, NotFound, TooLarge } from '../../core/errors.ts';
+import { fsyncDir } from '../../core/fsync.ts';
 import { randomToken } from '../../core/ids.ts';
 import { validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
 import { processAlive } from '../../core/process.ts';
@@ -42,6 +30,7 @@ import {
   type StagedObject,
   type StorageClass,
 } from '../content-store.ts';
+import { checkRange, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
 import { VerifyingStream } from '../verify-stream.ts';
 
 const TEMP_PREFIX = '.alp-tmp-';
@@ -320,8 +309,8 @@ export class FsContentStore implements ContentStore {
 
   async listPage(prefix: string, opts: { cursor?: string; limit?: number } = {}): Promise<ListPage> {
     validateListPrefix(prefix);
-    const limit = Math.min(Math.max(1, opts.limit ?? 1000), 1000);
-    const after = opts.cursor === undefined ? undefined : decodeListCursor(opts.cursor);
+    const limit = listLimit(opts.limit);
+    const after = opts.cursor === undefined ? undefined : decodeListCursor(opts.cursor, prefix);
     const slash = prefix.lastIndexOf('/');
     const dirKey = slash >= 0 ? prefix.slice(0, slash + 1) : '';
     const objects: ObjectInfo[] = [];
@@ -334,7 +323,7 @@ export class FsContentStore implements ContentStore {
       objects.push(info);
     }
     const page: ListPage = { objects };
-    if (more) page.cursor = Buffer.from((objects[objects.length - 1] as ObjectInfo).key, 'utf8').toString('base64url');
+    if (more) page.cursor = encodeListCursor((objects[objects.length - 1] as ObjectInfo).key);
     return page;
   }
 
@@ -523,34 +512,8 @@ async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
   }
 }
 
-/** Opening and closing a directory are microsecond syscalls; only the fsync goes to the pool. */
-async function fsyncDir(dir: string): Promise<void> {
-  const fd = openSync(dir, C.O_RDONLY | C.O_DIRECTORY);
-  try {
-    await new Promise<void>((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function checkRange(opts: GetOptions, size: number): void {
-  const { start, end } = opts;
-  if (start === undefined && end === undefined) return;
-  const s = start ?? 0;
-  const e = end ?? size - 1;
-  if (!Number.isInteger(s) || !Number.isInteger(e) || s < 0 || s > e || s >= size) {
-    throw new InvalidInput(`range ${s}-${e} is not satisfiable for ${size} bytes`, { size, rangeNotSatisfiable: true });
-  }
-}
-
 function reportedClass(key: string): StorageClass {
   return key.startsWith('archive/') ? 'GLACIER' : 'STANDARD';
-}
-
-function decodeListCursor(cursor: string): string {
-  const key = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (key.length === 0 || key.length > 2048) throw new InvalidInput('invalid list cursor');
-  return key;
 }
 
 function mapFsError(e: unknown, key: string): Error {

@@ -57,7 +57,7 @@ import { type Clock, systemClock } from '../../core/clock.ts';
 import { type ContentConfig, describeContent } from '../../core/config.ts';
 import { type Digest, DigestAccumulator } from '../../core/digest.ts';
 import { AlpError, Conflict, IntegrityError, InternalError, InvalidInput, NotFound, Throttled, TooLarge } from '../../core/errors.ts';
-import { MAX_KEY_BYTES, validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
+import { validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
 import {
   type Body,
   type ContentStore,
@@ -73,11 +73,11 @@ import {
   type StagedObject,
   type StorageClass,
 } from '../content-store.ts';
+import { checkRange, checkRangeArgs, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
 import { VerifyingStream } from '../verify-stream.ts';
 
 export const PART_SIZE = 8 * 1024 * 1024;
 export const QUEUE_SIZE = 2;
-const MAX_LIST_KEYS = 1000;
 const MAX_DELETE_KEYS = 1000;
 /** Multipart uploads older than this are considered abandoned by cleanupInterrupted. */
 export const ABANDONED_UPLOAD_MS = 60 * 60 * 1000;
@@ -343,7 +343,7 @@ export class S3ContentStore implements ContentStore {
 
   async listPage(prefix: string, opts: { cursor?: string; limit?: number } = {}): Promise<ListPage> {
     validateListPrefix(prefix);
-    const limit = Math.min(Math.max(1, Math.floor(opts.limit ?? MAX_LIST_KEYS)), MAX_LIST_KEYS);
+    const limit = listLimit(opts.limit);
     let after = opts.cursor === undefined ? undefined : decodeListCursor(opts.cursor, prefix);
     const objects: ObjectInfo[] = [];
     for (;;) {
@@ -372,7 +372,7 @@ export class S3ContentStore implements ContentStore {
       // A page made only of skipped keys: read on rather than return an empty page.
       if (objects.length === 0 && more) continue;
       const page: ListPage = { objects };
-      if (more) page.cursor = Buffer.from(after as string, 'utf8').toString('base64url');
+      if (more) page.cursor = encodeListCursor(after as string);
       return page;
     }
   }
@@ -667,32 +667,6 @@ function isValidKey(key: string): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-function decodeListCursor(cursor: string, prefix: string): string {
-  const key = typeof cursor === 'string' && cursor.length <= 4 * MAX_KEY_BYTES ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (key.length === 0 || Buffer.byteLength(key) > MAX_KEY_BYTES || !key.startsWith(prefix)) throw new InvalidInput('invalid list cursor');
-  return key;
-}
-
-function checkRangeArgs(opts: GetOptions): void {
-  for (const [name, v] of [
-    ['start', opts.start],
-    ['end', opts.end],
-    ['expectedSize', opts.expectedSize],
-  ] as const) {
-    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new InvalidInput(`${name} must be a non-negative integer`);
-  }
-}
-
-function checkRange(opts: GetOptions, size: number): void {
-  const { start, end } = opts;
-  if (start === undefined && end === undefined) return;
-  const s = start ?? 0;
-  const e = end ?? size - 1;
-  if (s > e || s >= size) {
-    throw new InvalidInput(`range ${s}-${e} is not satisfiable for ${size} bytes`, { size, rangeNotSatisfiable: true });
   }
 }
 

@@ -50,7 +50,8 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { describeMetadata, type MetadataConfig } from '../../core/config.ts';
-import { ConditionFailed, InternalError, InvalidInput, StorageFailure, Throttled, TransactionConflict } from '../../core/errors.ts';
+import { InternalError, InvalidInput, Throttled } from '../../core/errors.ts';
+import { forEachLimited } from '../../core/limit.ts';
 import type {
   Item,
   ItemKey,
@@ -73,6 +74,7 @@ import {
   validateSk,
   validateTransaction,
 } from '../semantics.ts';
+import { type AwsError, type CallContext, classify, conditionFailed, toContractError, transactionRefused } from './errors.ts';
 import { ExpressionBuilder } from './expressions.ts';
 import { GSI1, isActive, schemaProblems, tableDefinition } from './table.ts';
 
@@ -107,32 +109,6 @@ export interface DynamoOptions {
   requestTimeoutMs?: number;
   /** How long ensureTable waits for the table and GSI1 to become ACTIVE (default 5 minutes). */
   tableWaitMs?: number;
-}
-
-type Classified = 'throttle' | 'conflict' | 'ambiguous' | 'fatal';
-
-const THROTTLE_ERRORS = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'Throttling',
-  'RequestLimitExceeded',
-  'TooManyRequestsException',
-  'LimitExceededException',
-]);
-const THROTTLE_REASONS = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']);
-const AMBIGUOUS_NETWORK = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
-interface CallContext {
-  /** May the request be repeated after an ambiguous failure? */
-  idempotent: boolean;
-  /** Maps a non-retryable service error to a contract error (ConditionFailed and friends). */
-  mapError?: (e: AwsError) => Error | undefined;
-}
-
-interface AwsError extends Error {
-  code?: string;
-  $metadata?: { httpStatusCode?: number };
-  CancellationReasons?: Array<{ Code?: string; Message?: string }>;
 }
 
 export { GSI1, schemaProblems };
@@ -337,31 +313,7 @@ export class DynamoItemStore implements ItemStore {
     const input: TransactWriteCommandInput = { TransactItems: items, ClientRequestToken: token, ReturnConsumedCapacity: 'TOTAL' };
     await this.call('TransactWriteItems', () => this.doc.send(new TransactWriteCommand(input)), {
       idempotent: true,
-      mapError: (e) => {
-        if (e.name === 'IdempotentParameterMismatchException') {
-          return new InvalidInput('the transaction token was already used, within the last 10 minutes, for different operations', {
-            token: opts.token,
-          });
-        }
-        if (e.name !== 'TransactionCanceledException') return undefined;
-        const reasons = e.CancellationReasons ?? [];
-        const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
-        if (failed >= 0) {
-          const op = ops[failed] as TransactOp;
-          const key = op.op === 'put' ? op.item : op.key;
-          return new ConditionFailed(
-            `transaction cancelled: condition of operation ${failed} (${op.op} ${key.PK}/${key.SK}) failed`,
-            failed,
-          );
-        }
-        const invalid = reasons.findIndex((r) => r.Code === 'ValidationError' || r.Code === 'ItemCollectionSizeLimitExceeded');
-        if (invalid >= 0) {
-          return new InvalidInput(`transaction refused: operation ${invalid}: ${reasons[invalid]?.Message ?? 'invalid'}`, {
-            failedIndex: invalid,
-          });
-        }
-        return undefined;
-      },
+      mapError: (e) => transactionRefused(e, ops, opts.token),
     });
   }
 
@@ -618,102 +570,13 @@ export class DynamoItemStore implements ItemStore {
         await sleep(this.delay(attempt));
         continue;
       }
-      throw this.toContractError(op, error, kind, attempt, ctx);
+      throw toContractError(error, kind, { operation: op, table: this.table, attempts: attempt }, ctx);
     }
-  }
-
-  private toContractError(op: DynamoOperation, e: AwsError, kind: Classified, attempts: number, ctx: CallContext): Error {
-    const mapped = ctx.mapError?.(e);
-    if (mapped) return mapped;
-    const detail = `${e.name}${e.code && e.code !== e.name ? ` ${e.code}` : ''}: ${e.message}`;
-    if (kind === 'throttle' && e.code === 'ECONNREFUSED') {
-      return new Throttled(
-        `DynamoDB refused connections ${attempts} times (is the endpoint right?): ${detail}`,
-        { operation: op, attempts },
-        {
-          cause: e,
-        },
-      );
-    }
-    if (kind === 'throttle') {
-      return new Throttled(
-        `DynamoDB throttled ${op} on ${this.table} ${attempts} times; retry later (${detail})`,
-        { operation: op, attempts },
-        {
-          cause: e,
-        },
-      );
-    }
-    if (kind === 'conflict') {
-      return new TransactionConflict(`${op} on ${this.table} conflicted with concurrent transactions ${attempts} times (${detail})`, {
-        operation: op,
-        attempts,
-      });
-    }
-    if (kind === 'ambiguous') {
-      if (ctx.idempotent) {
-        return new Throttled(
-          `DynamoDB ${op} on ${this.table} kept failing after ${attempts} attempts (${detail})`,
-          { operation: op, attempts },
-          {
-            cause: e,
-          },
-        );
-      }
-      return new StorageFailure(`DynamoDB ${op} on ${this.table} failed and the write may or may not have been applied: ${detail}`, {
-        cause: e,
-      });
-    }
-    if (e.name === 'ConditionalCheckFailedException') return new ConditionFailed(`condition failed on ${op}`);
-    if (e.name === 'ResourceNotFoundException') {
-      return new InternalError(`DynamoDB table ${this.table} (or its index GSI1) does not exist: run alp init to create it (${detail})`, {
-        cause: e,
-      });
-    }
-    if (e.name === 'ValidationException' || e.name === 'ItemCollectionSizeLimitExceededException' || isMarshallError(e)) {
-      return new InvalidInput(`DynamoDB refused ${op}: ${e.message}`, { operation: op });
-    }
-    if (e.name === 'TransactionCanceledException') {
-      const codes = (e.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
-      return new InternalError(`DynamoDB cancelled the transaction: ${codes.join(', ')}`, { cause: e });
-    }
-    return new InternalError(`DynamoDB ${op} on ${this.table} failed: ${detail}`, { cause: e });
   }
 }
 
 class TableMissing extends Error {}
 class TableBusy extends Error {}
-
-function classify(e: AwsError): Classified {
-  const name = e.name ?? '';
-  if (THROTTLE_ERRORS.has(name)) return 'throttle';
-  if (name === 'TransactionConflictException' || name === 'TransactionInProgressException') return 'conflict';
-  if (name === 'TransactionCanceledException') {
-    const codes = (e.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
-    if (codes.includes('ConditionalCheckFailed') || codes.includes('ValidationError')) return 'fatal';
-    if (codes.some((c) => THROTTLE_REASONS.has(c))) return 'throttle';
-    if (codes.includes('TransactionConflict')) return 'conflict';
-    return 'fatal';
-  }
-  const status = e.$metadata?.httpStatusCode;
-  if (status !== undefined && status >= 500) return 'ambiguous';
-  if (name === 'InternalServerError' || name === 'ServiceUnavailable' || name === 'TimeoutError' || name === 'RequestTimeout')
-    return 'ambiguous';
-  if (e.code === 'ECONNREFUSED') return 'throttle';
-  if (e.code && AMBIGUOUS_NETWORK.has(e.code)) return 'ambiguous';
-  return 'fatal';
-}
-
-function isMarshallError(e: AwsError): boolean {
-  return (
-    e.$metadata === undefined &&
-    /numeric value|SAFE_INTEGER|Unsupported type|removeUndefinedValues|convertClassInstanceToMap/.test(e.message)
-  );
-}
-
-function conditionFailed(message: string): (e: AwsError) => Error | undefined {
-  return (e) => (e.name === 'ConditionalCheckFailedException' ? new ConditionFailed(message) : undefined);
-}
 
 function withExpressions(b: ExpressionBuilder, condition: string | undefined) {
   const names = b.attributeNames();
@@ -751,17 +614,6 @@ function chunk<T>(list: T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
   return out;
-}
-
-async function forEachLimited<T>(list: T[], limit: number, fn: (x: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, list.length) }, async () => {
-    while (next < list.length) {
-      const x = list[next++] as T;
-      await fn(x);
-    }
-  });
-  await Promise.all(workers);
 }
 
 function sleep(ms: number): Promise<void> {
