@@ -6,7 +6,7 @@
  * the rest.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AlpError, type ErrorCode, toAlpError } from '../core/errors.ts';
+import { AlpError, ERROR_TABLE, type ErrorCode, toAlpError } from '../core/errors.ts';
 
 export const PROBLEM_TYPE = 'application/problem+json';
 
@@ -44,6 +44,7 @@ export class HttpProblem extends AlpError {
   }
 }
 
+/** The code of an error fastify or Node raised with only an HTTP status (a code's own status is in ERROR_TABLE). */
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   401: 'UNAUTHENTICATED',
   403: 'FORBIDDEN',
@@ -54,12 +55,13 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   431: 'TOO_LARGE',
 };
 
+/** Titles of those statuses: a code's title from ERROR_TABLE, or the HTTP-only reason. */
 const TITLE_BY_STATUS: Record<number, string> = {
-  400: 'Invalid input',
-  404: 'Not found',
+  400: ERROR_TABLE.INVALID.title,
+  404: ERROR_TABLE.NOT_FOUND.title,
   405: 'Method not allowed',
   417: 'Expectation failed',
-  413: 'Content too large',
+  413: ERROR_TABLE.TOO_LARGE.title,
   414: 'URI too long',
   415: 'Unsupported media type',
   416: 'Range not satisfiable',
@@ -114,7 +116,7 @@ export function toProblem(raw: unknown, request: { id: string; url: string }): {
   return {
     problem: {
       type: problemTypeUri('INTERNAL'),
-      title: err instanceof HttpProblem && err.customTitle ? err.customTitle : 'Internal error',
+      title: err instanceof HttpProblem && err.customTitle ? err.customTitle : ERROR_TABLE.INTERNAL.title,
       status: internalStatus,
       detail: `the server failed to handle the request; the log has the details under request id ${request.id}`,
       instance,

@@ -32,73 +32,44 @@ export type ErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN';
 
-const EXIT_BY_CODE: Record<ErrorCode, number> = {
-  INTERNAL: ExitCode.INTERNAL,
-  THROTTLED: ExitCode.INTERNAL,
-  STORAGE: ExitCode.INTERNAL,
-  USAGE: ExitCode.USAGE,
-  INVALID: ExitCode.USAGE,
-  TOO_LARGE: ExitCode.USAGE,
-  NOT_FOUND: ExitCode.NOT_FOUND,
-  CONFLICT: ExitCode.CONFLICT,
-  CONDITION_FAILED: ExitCode.CONFLICT,
-  TRANSACTION_CONFLICT: ExitCode.CONFLICT,
-  ILLEGAL_TRANSITION: ExitCode.CONFLICT,
-  STALE_EPOCH: ExitCode.CONFLICT,
-  RESTORE_HELD: ExitCode.CONFLICT,
-  MAINTENANCE: ExitCode.CONFLICT,
-  INTEGRITY: ExitCode.INTEGRITY,
-  UNAUTHENTICATED: ExitCode.AUTH,
-  FORBIDDEN: ExitCode.AUTH,
-};
+/** What a code means to each entry point: the CLI's exit code, the HTTP status, the problem title. */
+export interface ErrorCodeInfo {
+  exit: number;
+  http: number;
+  title: string;
+}
 
-const HTTP_BY_CODE: Record<ErrorCode, number> = {
-  INTERNAL: 500,
-  THROTTLED: 503,
-  STORAGE: 503,
-  USAGE: 400,
-  INVALID: 400,
-  TOO_LARGE: 413,
-  NOT_FOUND: 404,
-  CONFLICT: 409,
-  CONDITION_FAILED: 409,
-  TRANSACTION_CONFLICT: 409,
-  ILLEGAL_TRANSITION: 409,
-  STALE_EPOCH: 409,
-  RESTORE_HELD: 409,
-  MAINTENANCE: 503,
-  INTEGRITY: 502,
-  UNAUTHENTICATED: 401,
-  FORBIDDEN: 403,
+/**
+ * THE error table. The CLI (exit codes), the HTTP adapter (api/problem.ts: status and title) and the
+ * OpenAPI error list (api/schemas.ts) all read it; no other table of codes exists.
+ */
+export const ERROR_TABLE: Readonly<Record<ErrorCode, Readonly<ErrorCodeInfo>>> = {
+  INTERNAL: { exit: ExitCode.INTERNAL, http: 500, title: 'Internal error' },
+  THROTTLED: { exit: ExitCode.INTERNAL, http: 503, title: 'Storage is busy, retry later' },
+  STORAGE: { exit: ExitCode.INTERNAL, http: 503, title: 'Storage failure' },
+  USAGE: { exit: ExitCode.USAGE, http: 400, title: 'Invalid usage' },
+  INVALID: { exit: ExitCode.USAGE, http: 400, title: 'Invalid input' },
+  TOO_LARGE: { exit: ExitCode.USAGE, http: 413, title: 'Content too large' },
+  NOT_FOUND: { exit: ExitCode.NOT_FOUND, http: 404, title: 'Not found' },
+  CONFLICT: { exit: ExitCode.CONFLICT, http: 409, title: 'Conflict' },
+  CONDITION_FAILED: { exit: ExitCode.CONFLICT, http: 409, title: 'Condition failed' },
+  TRANSACTION_CONFLICT: { exit: ExitCode.CONFLICT, http: 409, title: 'Transaction conflict' },
+  ILLEGAL_TRANSITION: { exit: ExitCode.CONFLICT, http: 409, title: 'Illegal transition' },
+  STALE_EPOCH: { exit: ExitCode.CONFLICT, http: 409, title: 'Stale epoch' },
+  RESTORE_HELD: { exit: ExitCode.CONFLICT, http: 409, title: 'Restore hold in force' },
+  MAINTENANCE: { exit: ExitCode.CONFLICT, http: 503, title: 'Maintenance in progress' },
+  INTEGRITY: { exit: ExitCode.INTEGRITY, http: 502, title: 'Integrity failure' },
+  UNAUTHENTICATED: { exit: ExitCode.AUTH, http: 401, title: 'Unauthenticated' },
+  FORBIDDEN: { exit: ExitCode.AUTH, http: 403, title: 'Forbidden' },
 };
 
 /** Every stable code, in the order of the table above. */
-export const ERROR_CODES = Object.keys(EXIT_BY_CODE) as ErrorCode[];
+export const ERROR_CODES = Object.keys(ERROR_TABLE) as ErrorCode[];
 
 /** The HTTP status a code answers with unless the HTTP adapter knows better. */
 export function httpStatusOfCode(code: ErrorCode): number {
-  return HTTP_BY_CODE[code];
+  return ERROR_TABLE[code].http;
 }
-
-const TITLE_BY_CODE: Record<ErrorCode, string> = {
-  INTERNAL: 'Internal error',
-  THROTTLED: 'Storage is busy, retry later',
-  STORAGE: 'Storage failure',
-  USAGE: 'Invalid usage',
-  INVALID: 'Invalid input',
-  TOO_LARGE: 'Content too large',
-  NOT_FOUND: 'Not found',
-  CONFLICT: 'Conflict',
-  CONDITION_FAILED: 'Condition failed',
-  TRANSACTION_CONFLICT: 'Transaction conflict',
-  ILLEGAL_TRANSITION: 'Illegal transition',
-  STALE_EPOCH: 'Stale epoch',
-  RESTORE_HELD: 'Restore hold in force',
-  MAINTENANCE: 'Maintenance in progress',
-  INTEGRITY: 'Integrity failure',
-  UNAUTHENTICATED: 'Unauthenticated',
-  FORBIDDEN: 'Forbidden',
-};
 
 export class AlpError extends Error {
   readonly code: ErrorCode;
@@ -112,15 +83,15 @@ export class AlpError extends Error {
   }
 
   get exitCode(): number {
-    return EXIT_BY_CODE[this.code];
+    return ERROR_TABLE[this.code].exit;
   }
 
   get httpStatus(): number {
-    return HTTP_BY_CODE[this.code];
+    return ERROR_TABLE[this.code].http;
   }
 
   get title(): string {
-    return TITLE_BY_CODE[this.code];
+    return ERROR_TABLE[this.code].title;
   }
 }
 
