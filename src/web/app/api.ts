@@ -5,11 +5,13 @@
  * `title` and `code`.
  */
 
-export type PrincipalKind = 'human' | 'agent' | 'service';
-export interface Principal {
-  id: string;
-  kind: PrincipalKind;
-}
+import type { Static } from '@sinclair/typebox';
+import type * as Status from '../../api/routes/status.ts';
+import type * as S from '../../api/schemas.ts';
+import type { TelemetryStatus } from '../../telemetry/queue.ts';
+
+export type Principal = Static<typeof S.PrincipalSchema>;
+export type PrincipalKind = Principal['kind'];
 
 export interface Problem {
   status: number;
@@ -144,64 +146,25 @@ export async function fetchAll(path: string, signal?: AbortSignal): Promise<Uint
   return new Uint8Array(await res.arrayBuffer());
 }
 
-// ---- response shapes (the fields the UI reads)
+// ---- response shapes: derived from the API's TypeBox schemas (src/api/schemas.ts), never copied.
+// Where a schema leaves an entry open (history entries, approvals, provenance steps), the UI names
+// the fields it reads beside the derived part; the server's tests check those fields exist.
 
-export interface Version {
-  artifact_id: string;
-  version: number;
-  name: string;
-  kind: string;
-  state: string;
-  filename: string;
-  content_hash: string;
-  size: number;
-  created_at: string;
-  created_by: Principal;
-  state_changed_at?: string;
-  archive_key?: string;
-  content_key?: string;
-}
-
-export interface ArchivedObject {
-  original_key: string;
-  archive_key: string;
-  digest: string;
-  size: number;
-}
-
-export interface Artifact {
-  artifact_id: string;
-  name: string;
-  kind: string;
-  labels: Record<string, string>;
-  quorum: number;
-  latest_version: number;
-  created_at: string;
-  created_by: Principal;
-  audit_seq: number;
-  audit_head_hash: string | null;
-  compensates?: { artifact_id: string; version: number };
+type ArtifactWithVersionsBody = Static<typeof S.ArtifactWithVersions>;
+export type Version = Static<typeof S.VersionSchema>;
+export type Artifact = Omit<ArtifactWithVersionsBody, 'versions' | 'archived'> & {
   archived?: { at?: string; objects?: ArchivedObject[] };
-}
-
-export interface ArtifactWithVersions extends Artifact {
-  versions: Version[];
-}
-
-export interface Page<T> {
-  items: T[];
-  cursor?: string;
-}
-
-export interface HistoryEntry {
-  type: string;
+};
+export type ArchivedObject = Static<typeof S.ArchiveResult>['archived'][number];
+export type ArtifactWithVersions = Artifact & { versions: Version[] };
+export type Page<T> = Omit<Static<typeof S.Page>, 'items'> & { items: T[] };
+export type HistoryEntry = Static<typeof S.History>['entries'][number] & {
   seq: number;
   timestamp: string;
   hash?: string;
   [k: string]: unknown;
-}
-
-export interface Approval {
+};
+export type Approval = Static<typeof S.ApprovalList>['approvals'][number] & {
   seq: number;
   timestamp: string;
   version: number;
@@ -214,35 +177,12 @@ export interface Approval {
   counted: boolean;
   not_counted_reason?: string;
   comment?: string;
-}
-
-export interface OutputRecord {
-  key: string;
-  digest: string;
-  size: number;
-}
-
-export interface Execution {
-  run_id: string;
-  artifact_id: string;
-  version: number;
-  status: string;
-  started_at?: string;
-  started_by: Principal;
-  content_hash: string;
-  outputs: Record<string, OutputRecord>;
-  exit_code?: number;
-  finished_at?: string;
-  uploads_in_progress?: string[];
-}
-
-export interface ProvenanceStep {
-  step: number;
-  action: string;
+};
+export type OutputRecord = Static<typeof S.OutputRecord>;
+export type Execution = Static<typeof S.ExecutionResult>;
+export type ProvenanceStep = Omit<Static<typeof S.ProvenanceStep>, 'recorded_by' | 'actor'> & {
   actor?: string;
   recorded_by?: Principal;
-  /** True when `actor` differs from `recorded_by`: the actor is only claimed. */
-  actor_claimed?: boolean;
   inputs: string[];
   outputs: string[];
   tool?: string;
@@ -250,35 +190,14 @@ export interface ProvenanceStep {
   note?: string;
   timestamp?: string;
   hash?: string;
-}
-
-export interface StateCounts {
-  states: Record<string, number>;
-  total: number;
-  exact: boolean;
-  at: string;
-}
-
-export interface OperationsStatus {
-  at: string;
-  since: string;
-  telemetry: {
-    accepted: number;
-    delivered: number;
-    dropped: number;
-    exhausted: number;
-    live_records: number;
-    live_bytes: number;
-    limits: { maxRecords: number; maxBytes: number; maxAttempts: number };
-  } | null;
-  retention: {
-    observations: Record<string, { count: number; bytes: number }>;
-    recent_runs: Array<Record<string, unknown>>;
-  };
-  integrity_failures: { total: number; by_operation: Record<string, number> };
-  transitions: { total: number; by_state: Record<string, number> };
-  uploads_in_flight: number;
-}
+};
+export type StateCounts = Static<typeof Status.StateCounts>;
+type OperationsBody = Static<typeof Status.OperationsStatus>;
+export type OperationsStatus = Omit<OperationsBody, 'telemetry' | 'retention'> & {
+  /** The schema leaves it open: the shape is the queue's own status type. */
+  telemetry: Omit<TelemetryStatus, 'initialised_at'> | null;
+  retention: Omit<OperationsBody['retention'], 'recent_runs'> & { recent_runs: Array<Record<string, unknown>> };
+};
 
 export { VERSION_STATES as STATES } from '../../lifecycle/states.ts';
 
