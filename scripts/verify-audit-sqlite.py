@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""
+An independent verifier of ALP audit chains in an embedded (SQLite) installation, written from
+docs/audit-format.md alone: it shares no code with ALP. Usage:
+
+    python3 scripts/verify-audit-sqlite.py PATH/alp.db
+
+Prints one JSON document {"artifacts": N, "entries": N, "segments": N, "findings": [...]} and exits 0
+when every hot chain verifies, 1 when there is a finding. Chains with packed history segments are
+verified from their first hot entry (the segments live in the content store; this script reads only
+the database) and counted in "segments".
+"""
+import decimal
+import hashlib
+import json
+import re
+import sqlite3
+import sys
+
+AUDIT_TYPES = {"transition", "approval", "execution", "execution_output", "execution_finish", "provenance", "compensation"}
+VIEW_FIELDS = {
+    "execution": {"status", "exit_code", "finished_at", "outputs", "archive_objects"},
+    "compensation": {"state", "GSI1PK", "GSI1SK", "updated_at"},
+}
+RESERVATION_PREFIX = "reserved:"
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def js_number(x):
+    """ECMAScript Number::toString of a finite number (what JSON.stringify prints)."""
+    if isinstance(x, int):
+        return str(x)
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ValueError("non-finite number")
+    if x == 0:
+        return "0"
+    if x < 0:
+        return "-" + js_number(-x)
+    _, digits, exp = decimal.Decimal(repr(x)).as_tuple()
+    n = len(digits) + exp  # the decimal point's position after the first digit
+    s = "".join(map(str, digits)).rstrip("0") or "0"
+    k = len(s)
+    if k <= n <= 21:
+        return s + "0" * (n - k)
+    if 0 < n <= 21:
+        return s[:n] + "." + s[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * (-n) + s
+    e = n - 1
+    mantissa = s if k == 1 else s[0] + "." + s[1:]
+    return mantissa + "e" + ("+" if e >= 0 else "-") + str(abs(e))
+
+
+def js_string(s):
+    out = json.dumps(s, ensure_ascii=False)
+    # JSON.stringify escapes a lone surrogate as \\udxxx (lowercase hex).
+    return LONE_SURROGATE.sub(lambda m: "\\u%04x" % ord(m.group(0)), out)
+
+
+def canonical(v):
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, (int, float)):
+        return js_number(v)
+    if isinstance(v, str):
+        return js_string(v)
+    if isinstance(v, list):
+        return "[" + ",".join(canonical(x) for x in v) + "]"
+    if isinstance(v, dict):
+        keys = sorted(v.keys(), key=lambda k: k.encode("utf-16-be"))  # UTF-16 code unit order
+        return "{" + ",".join(js_string(k) + ":" + canonical(v[k]) for k in keys) + "}"
+    raise TypeError("not a JSON value: %r" % (v,))
+
+
+def audit_hash(item):
+    view = VIEW_FIELDS.get(item.get("type"), set())
+    hashed = {k: x for k, x in item.items() if k != "hash" and k not in view and not k.startswith(RESERVATION_PREFIX)}
+    text = canonical(hashed).encode("utf-8", "surrogatepass")
+    return "sha256:" + hashlib.sha256(text).hexdigest()
+
+
+def main(db_path):
+    con = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
+    chains, heads, segments = {}, {}, {}
+    for pk, sk, g1pk, g1sk, attrs in con.execute("SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK LIKE 'ART#%'"):
+        item = json.loads(attrs)
+        item["PK"], item["SK"] = pk, sk
+        if g1pk is not None:
+            item["GSI1PK"] = g1pk
+        if g1sk is not None:
+            item["GSI1SK"] = g1sk
+        if sk == "HEAD" and item.get("type") == "head":
+            heads[pk] = item
+        elif item.get("type") == "history_segment":
+            segments.setdefault(pk, []).append(item)
+        elif item.get("type") in AUDIT_TYPES:
+            chains.setdefault(pk, []).append(item)
+    findings, entries = [], 0
+
+    def finding(pk, seq, what):
+        findings.append({"artifact": pk[4:], "seq": seq, "finding": what})
+
+    for pk, head in heads.items():
+        chain = sorted(chains.get(pk, []), key=lambda i: i["seq"])
+        packed = max((s.get("last_seq", 0) for s in segments.get(pk, [])), default=0)
+        expected_seq = packed + 1 if packed else 1
+        prev = None
+        for item in chain:
+            if item["seq"] <= packed:
+                continue  # also in a segment (a crash between commit and removal): not re-verified here
+            entries += 1
+            if item["seq"] != expected_seq:
+                finding(pk, item["seq"], "sequence gap: expected %d" % expected_seq)
+            if audit_hash(item) != item.get("hash"):
+                finding(pk, item["seq"], "hash mismatch")
+            if expected_seq == 1 and item["seq"] == 1 and item.get("prev_hash") is not None:
+                finding(pk, 1, "genesis prev_hash is not null")
+            if prev is not None and item.get("prev_hash") != prev:
+                finding(pk, item["seq"], "prev_hash does not link to the previous entry")
+            prev = item.get("hash")
+            expected_seq = item["seq"] + 1
+        last = chain[-1] if chain else None
+        if head.get("audit_seq") != (last["seq"] if last else 0):
+            finding(pk, head.get("audit_seq"), "HEAD audit_seq is not the last entry's seq")
+        if head.get("audit_head_hash") != (last["hash"] if last else None):
+            finding(pk, head.get("audit_seq"), "HEAD audit_head_hash is not the last entry's hash")
+    for pk in chains:
+        if pk not in heads:
+            finding(pk, None, "audit entries without a HEAD")
+    print(json.dumps({"artifacts": len(heads), "entries": entries, "segments": sum(map(len, segments.values())), "findings": findings}))
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: verify-audit-sqlite.py PATH/alp.db\n")
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))

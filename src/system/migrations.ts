@@ -1,0 +1,32 @@
+/**
+ * The registered schema migrations, in order. A migration moves one schema component (the
+ * installation record's `schema_version`, the telemetry queue's `schema`) from `from` to `from + 1`.
+ * `checkSchema` (`./schema.ts`) runs the ones an older installation needs when it is opened, then
+ * records the new version with a condition on the old one.
+ *
+ * Rules for a migration (docs/design.md, "Schema versions"):
+ * - idempotent: running it twice, or after a crash half-way, or racing another node, gives the same
+ *   result (use conditional writes; skip items already in the new shape);
+ * - it reads and writes only through the ItemStore contract, so it runs on both engines, and it has a
+ *   test on SQLite and on DynamoDB Local;
+ * - it never rewrites a committed immutable item or an audit item (docs/invariants.md).
+ *
+ * There is no real migration yet: schema 1 is the only layout. The list is the mechanism issue 13 will
+ * use for key layout changes.
+ */
+import type { ItemStore } from '../store/item-store.ts';
+
+/** The versioned parts of an installation's layout. */
+export type SchemaComponent = 'installation' | 'telemetry_queue';
+
+export interface Migration {
+  /** A stable name, shown in errors and in `checkSchema`'s report. */
+  id: string;
+  component: SchemaComponent;
+  /** The stored version this migration upgrades from; it leaves the data at `from + 1`. */
+  from: number;
+  /** Idempotent: may run again after a crash or on a racing node. */
+  run(items: ItemStore): Promise<void>;
+}
+
+export const MIGRATIONS: readonly Migration[] = [];

@@ -1,0 +1,89 @@
+/**
+ * The audit hash format of docs/audit-format.md is precise enough for an independent verifier: a
+ * Python script that shares no code with ALP (scripts/verify-audit-sqlite.py: its own canonical JSON,
+ * its own view-field table) recomputes every hash and link of a real SQLite installation that walked
+ * every state, and agrees with ALP; a changed hashed attribute, a view field, and a broken link are
+ * told apart as the format says.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { verifyArtifactAudit } from '../../src/audit/verify.ts';
+import { embeddedContext } from '../helpers/context.ts';
+import { walkEveryState } from '../helpers/walk.ts';
+
+const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/verify-audit-sqlite.py');
+
+interface Report {
+  artifacts: number;
+  entries: number;
+  segments: number;
+  findings: Array<{ artifact: string; seq: number | null; finding: string }>;
+}
+
+function pyVerify(dbPath: string): { code: number; report: Report } {
+  const r = spawnSync('python3', [SCRIPT, dbPath], { encoding: 'utf8' });
+  assert.equal(r.stderr, '', r.stderr);
+  return { code: r.status ?? -1, report: JSON.parse(r.stdout) as Report };
+}
+
+test('python3 recomputes every audit hash and link of a walked SQLite installation from the written format', async () => {
+  assert.match(execFileSync('python3', ['--version'], { encoding: 'utf8' }), /^Python 3/);
+  const ctx = await embeddedContext();
+  const { id, compensations } = await walkEveryState(ctx);
+  const ours = await verifyArtifactAudit(ctx, id);
+  assert.equal(ours.ok, true);
+  await ctx.items.close();
+
+  const clean = pyVerify(ctx.dbPath);
+  assert.deepEqual(clean.report.findings, []);
+  assert.equal(clean.code, 0);
+  assert.equal(clean.report.artifacts, 1 + compensations.length);
+  assert.ok(clean.report.entries >= 30, `entries ${clean.report.entries}`);
+
+  const db = new Database(ctx.dbPath);
+  try {
+    const execRow = db.prepare("SELECT PK, SK, attrs FROM items WHERE PK = ? AND SK LIKE 'EXEC#%' LIMIT 1").get(`ART#${id}`) as {
+      PK: string;
+      SK: string;
+      attrs: string;
+    };
+    const setAttrs = db.prepare('UPDATE items SET attrs = ? WHERE PK = ? AND SK = ?');
+
+    // A view field (an execution's status) may change: still verifies.
+    const view = JSON.parse(execRow.attrs) as Record<string, unknown>;
+    setAttrs.run(JSON.stringify({ ...view, status: 'SOMETHING_ELSE' }), execRow.PK, execRow.SK);
+    assert.deepEqual(pyVerify(ctx.dbPath).report.findings, []);
+
+    // A hashed field (the content hash the run started on) may not.
+    setAttrs.run(JSON.stringify({ ...view, content_hash: `sha256:${'0'.repeat(64)}` }), execRow.PK, execRow.SK);
+    const tampered = pyVerify(ctx.dbPath);
+    assert.equal(tampered.code, 1);
+    assert.deepEqual(
+      tampered.report.findings.map((f) => f.finding),
+      ['hash mismatch'],
+    );
+    setAttrs.run(execRow.attrs, execRow.PK, execRow.SK);
+    assert.equal(pyVerify(ctx.dbPath).code, 0);
+
+    // A re-hashed entry (consistent in itself) breaks the next entry's prev_hash link.
+    const first = db.prepare("SELECT PK, SK, attrs FROM items WHERE PK = ? AND SK LIKE 'TRANS#%' ORDER BY SK LIMIT 1").get(`ART#${id}`) as {
+      PK: string;
+      SK: string;
+      attrs: string;
+    };
+    const entry = JSON.parse(first.attrs) as Record<string, unknown>;
+    assert.equal(entry.seq, 1);
+    assert.equal(entry.prev_hash, null);
+    setAttrs.run(JSON.stringify({ ...entry, reason: 'rewritten', hash: `sha256:${'1'.repeat(64)}` }), first.PK, first.SK);
+    const relinked = pyVerify(ctx.dbPath).report.findings.map((f) => [f.seq, f.finding]);
+    assert.deepEqual(relinked, [
+      [1, 'hash mismatch'],
+      [2, 'prev_hash does not link to the previous entry'],
+    ]);
+  } finally {
+    db.close();
+  }
+});
