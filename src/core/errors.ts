@@ -217,6 +217,7 @@ const STORAGE_FAILURES: Record<string, string> = {
   EROFS: 'read-only file system',
   SQLITE_FULL: 'the database or disk is full',
   SQLITE_IOERR: 'the database hit an input/output error',
+  SQLITE_READONLY: 'the database is read-only',
 };
 const LOST_CONNECTION = new Set(['ETIMEDOUT', 'ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
@@ -227,6 +228,19 @@ const LOST_CONNECTION = new Set(['ETIMEDOUT', 'ECONNRESET', 'EPIPE', 'ECONNABORT
  */
 export function toAlpError(e: unknown): AlpError {
   if (e instanceof AlpError) return e;
+  const storage = storageFailureOf(e);
+  if (storage) return storage;
+  const message = e instanceof Error ? e.message : String(e);
+  return new InternalError(message, { cause: e });
+}
+
+/**
+ * The StorageFailure an errno or SQLite error stands for (disk full, I/O error, read-only storage, a
+ * timeout or lost connection), or undefined when it is not a storage failure. Engines call this to map
+ * their errors inside the engine; toAlpError is the same rule for anything that reaches an entry point.
+ */
+export function storageFailureOf(e: unknown): StorageFailure | undefined {
+  if (e instanceof StorageFailure) return e;
   const err = e as (NodeJS.ErrnoException & { name?: string }) | undefined;
   const code = typeof err?.code === 'string' ? err.code : undefined;
   const family = code === undefined ? undefined : Object.keys(STORAGE_FAILURES).find((k) => code === k || code.startsWith(`${k}_`));
@@ -238,6 +252,5 @@ export function toAlpError(e: unknown): AlpError {
       { cause: e },
     );
   }
-  const message = e instanceof Error ? e.message : String(e);
-  return new InternalError(message, { cause: e });
+  return undefined;
 }

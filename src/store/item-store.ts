@@ -10,6 +10,22 @@
  * Limits every engine enforces identically: an item's JSON is at most MAX_ITEM_BYTES; a transaction has
  * at most MAX_TRANSACT_OPS operations, touches each item at most once and holds at most
  * MAX_TRANSACT_BYTES; a page holds at most MAX_PAGE_LIMIT items.
+ *
+ * ERRORS. Every method fails only with these typed errors (core/errors.ts); engines map errno, SQLite
+ * and SDK errors to them inside the engine, so no caller ever looks at an engine's error names:
+ * - InvalidInput: the call itself is wrong (a bad key, attribute, condition, cursor or limit, an item
+ *   or transaction over the limits, a reused transaction token). Nothing was written.
+ * - ConditionFailed: a write's condition did not hold; in transactWrite `failedIndex` names the first
+ *   failing operation. Nothing was written.
+ * - TransactionConflict: concurrent transactions on the same items kept cancelling this one; nothing
+ *   was written, a retry may succeed.
+ * - Throttled: the engine asked us to slow down (DynamoDB throttling, SQLite busy past its timeout, a
+ *   refused connection) after the engine's own retries; the request did not take effect.
+ * - StorageFailure: the storage itself failed (disk full, I/O error, a read-only file, a timeout or
+ *   lost connection of a write that may or may not have taken effect: check before retrying).
+ * - InternalError: anything else (a bug, an unexpected engine answer, a missing table): not retried.
+ * A missing item is not an error: get answers undefined, batchGet leaves it out, update creates it.
+ * Per method, below, only the errors beyond InvalidInput / Throttled / StorageFailure are named.
  */
 import type { ItemKey } from '../core/keys.ts';
 
@@ -137,15 +153,36 @@ export interface ItemStore {
   /** Where the table lives (file path or table URL), for reports. */
   readonly location: string;
 
+  /**
+   * Makes the table usable and checks it: creates it when absent (DynamoDB: the table and GSI1, waiting
+   * until they are ACTIVE; SQLite: the file and schema, created when the store opened) and answers
+   * whether this call created it. InvalidInput when a table of that name exists without ALP's schema
+   * (it is left unchanged); Throttled when it does not become usable in time. Idempotent and safe to
+   * run from several nodes at once. Entry points that create an installation (init, restore) call it.
+   */
+  prepare(): Promise<{ created: boolean }>;
+
+  /** undefined when the item is absent. */
   get(key: ItemKey, opts?: { consistent?: boolean }): Promise<Item | undefined>;
   /** Missing keys are left out; order follows `keys`. */
   batchGet(keys: ItemKey[]): Promise<Item[]>;
+  /** ConditionFailed when `opts.condition` does not hold (nothing written). */
   put(item: Item, opts?: WriteOptions): Promise<void>;
-  /** Returns the item as it is after the update. */
+  /**
+   * Returns the item as it is after the update. ConditionFailed when `opts.condition` does not hold.
+   * A conditional or ADD update whose outcome is unknown (a lost connection) fails with StorageFailure,
+   * never with a retry that could apply it twice.
+   */
   update(key: ItemKey, update: UpdateSpec, opts?: WriteOptions): Promise<Item>;
+  /** Deleting a missing item is no error. ConditionFailed when `opts.condition` does not hold. */
   delete(key: ItemKey, opts?: WriteOptions): Promise<void>;
+  /** InvalidInput for a cursor of another query. */
   query(q: QueryInput): Promise<Page>;
-  /** All-or-nothing. A failed condition throws ConditionFailed naming the first failing operation. */
+  /**
+   * All-or-nothing. ConditionFailed names the first failing operation (`failedIndex`);
+   * TransactionConflict when concurrent transactions kept cancelling it; InvalidInput when the token was
+   * used for other operations.
+   */
   transactWrite(ops: TransactOp[], opts?: TransactOptions): Promise<void>;
   /**
    * Unconditional puts of many items (restore, compaction, bulk loads). Atomic on SQLite; on DynamoDB
@@ -159,6 +196,7 @@ export interface ItemStore {
    * copies the table may keep its temporary copy (default: beside the table); closing removes it.
    */
   snapshot(opts?: { dir?: string }): Promise<ItemSnapshot>;
+  /** Releases the engine; any later call fails with StorageFailure (the store is closed). */
   close(): Promise<void>;
 }
 

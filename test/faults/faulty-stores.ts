@@ -224,6 +224,11 @@ export class FaultyItemStore implements ItemStore {
     throw before(kind, method);
   }
 
+  /** Not a fault point: preparing happens before a workload starts. */
+  prepare(): Promise<{ created: boolean }> {
+    return this.inner.prepare();
+  }
+
   get(key: ItemKey, opts?: { consistent?: boolean }): Promise<Item | undefined> {
     return this.call('get', [key], () => this.inner.get(key, opts));
   }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ConditionFailed, InvalidInput } from '../../src/core/errors.ts';
+import { ConditionFailed, InvalidInput, StorageFailure, Throttled } from '../../src/core/errors.ts';
 import {
   type Condition,
   cond,
@@ -24,6 +24,10 @@ export interface ItemStoreHarness {
   open(): Promise<ItemStore>;
   /** fast-check runs for the property tests (fewer for slow engines). */
   runs: number;
+  /** A store on the same kind of storage that refuses writes (SQLite: a database opened read-only). */
+  readOnly?(): Promise<ItemStore>;
+  /** A store whose storage cannot be reached (DynamoDB: a loopback port nobody listens on). */
+  unreachable?(): Promise<ItemStore>;
 }
 
 async function queryAll(store: ItemStore, q: QueryInput): Promise<{ items: Item[]; pages: number }> {
@@ -49,6 +53,110 @@ export function itemStoreConformance(h: ItemStoreHarness): void {
     });
     after(async () => {
       await store.close();
+    });
+
+    describe('declared errors (item-store.ts, ERRORS)', () => {
+      it('prepare is idempotent and reports that it created nothing on a prepared table', async () => {
+        assert.deepEqual(await store.prepare(), { created: false });
+        assert.deepEqual(await store.prepare(), { created: false });
+        const n = ns();
+        await store.put({ PK: n, SK: 's' });
+        assert.ok(await store.get({ PK: n, SK: 's' }));
+      });
+
+      it('a missing item is no error: get answers undefined, batchGet leaves it out, delete succeeds', async () => {
+        const n = ns();
+        await store.put({ PK: n, SK: 'here' });
+        assert.equal(await store.get({ PK: n, SK: 'absent' }), undefined);
+        assert.deepEqual(
+          (
+            await store.batchGet([
+              { PK: n, SK: 'absent' },
+              { PK: n, SK: 'here' },
+            ])
+          ).map((i) => i.SK),
+          ['here'],
+        );
+        await store.delete({ PK: n, SK: 'absent' });
+        assert.deepEqual((await store.query({ pk: `${n}-none` })).items, []);
+      });
+
+      it('every failed condition is ConditionFailed, with failedIndex in a transaction', async () => {
+        const n = ns();
+        const key = { PK: n, SK: 's' };
+        await store.put({ ...key, v: 1 });
+        const isCondition = (index?: number) => (e: unknown) => {
+          assert.ok(e instanceof ConditionFailed, `ConditionFailed, got ${String(e)}`);
+          assert.equal(e.code, 'CONDITION_FAILED');
+          assert.equal(e.failedIndex, index);
+          return true;
+        };
+        await assert.rejects(store.put({ ...key, v: 2 }, { condition: cond.notExists() }), isCondition());
+        await assert.rejects(store.update(key, { set: { v: 3 } }, { condition: cond.eq('v', 9) }), isCondition());
+        await assert.rejects(store.delete(key, { condition: cond.attrNotExists('v') }), isCondition());
+        await assert.rejects(
+          store.transactWrite([
+            { op: 'put', item: { PK: n, SK: 'other' } },
+            { op: 'check', key, condition: cond.eq('v', 2) },
+          ]),
+          isCondition(1),
+        );
+        assert.equal((await store.get(key))?.v, 1);
+        assert.equal(await store.get({ PK: n, SK: 'other' }), undefined);
+      });
+
+      it('a call the contract refuses is InvalidInput and writes nothing', async () => {
+        const n = ns();
+        await assert.rejects(store.put({ PK: '', SK: 's' }), InvalidInput);
+        await assert.rejects(store.update({ PK: n, SK: 's' }, { set: { PK: 'x' } }), InvalidInput);
+        await assert.rejects(store.scan({ cursor: 'garbage' }), InvalidInput);
+        assert.equal(await store.get({ PK: n, SK: 's' }), undefined);
+      });
+
+      it('a closed store fails every call with StorageFailure, and closing twice is fine', async () => {
+        const closed = await h.open();
+        await closed.close();
+        await closed.close();
+        const n = ns();
+        const storage = (e: unknown) => {
+          assert.ok(e instanceof StorageFailure, `StorageFailure, got ${String(e)}`);
+          assert.equal(e.code, 'STORAGE');
+          return true;
+        };
+        await assert.rejects(closed.get({ PK: n, SK: 's' }), storage);
+        await assert.rejects(closed.put({ PK: n, SK: 's' }), storage);
+        await assert.rejects(closed.update({ PK: n, SK: 's' }, { add: { n: 1 } }), storage);
+        await assert.rejects(closed.query({ pk: n }), storage);
+        await assert.rejects(closed.transactWrite([{ op: 'put', item: { PK: n, SK: 's' } }]), storage);
+        await assert.rejects(closed.scan(), storage);
+      });
+
+      // Engines name the failures they can induce; each one named is checked.
+      const { readOnly, unreachable } = h;
+      if (readOnly)
+        it('storage that refuses writes fails them with StorageFailure', async () => {
+          const ro = await readOnly();
+          try {
+            const n = ns();
+            assert.equal(await ro.get({ PK: n, SK: 's' }), undefined);
+            await assert.rejects(ro.put({ PK: n, SK: 's' }), (e: unknown) => e instanceof StorageFailure && /read-only/.test(e.message));
+            await assert.rejects(ro.transactWrite([{ op: 'put', item: { PK: n, SK: 's' } }]), (e: unknown) => e instanceof StorageFailure);
+          } finally {
+            await ro.close();
+          }
+        });
+
+      if (unreachable)
+        it('unreachable storage fails with Throttled (the request did not reach it), never an engine error', async () => {
+          const down = await unreachable();
+          try {
+            const n = ns();
+            await assert.rejects(down.get({ PK: n, SK: 's' }), (e: unknown) => e instanceof Throttled && e.code === 'THROTTLED');
+            await assert.rejects(down.put({ PK: n, SK: 's' }, { condition: cond.notExists() }), Throttled);
+          } finally {
+            await down.close();
+          }
+        });
     });
 
     it('puts and gets an item with every JSON attribute type intact', async () => {

@@ -39,11 +39,29 @@ async function openStore(table?: string, ensure = true): Promise<DynamoItemStore
     { credentials: l.credentials, baseDelayMs: 10, maxDelayMs: 200 },
   );
   opened.push(store);
-  if (ensure) await store.ensureTable();
+  if (ensure) await store.prepare();
   return store;
 }
 
-itemStoreConformance({ name: 'dynamodb', runs: 60, open: () => openStore() });
+itemStoreConformance({
+  name: 'dynamodb',
+  runs: 60,
+  open: () => openStore(),
+  unreachable: async () => {
+    const l = await server();
+    // A loopback port that was just free: connections to it are refused.
+    const port = await new Promise<number>((resolve) => {
+      const srv = http.createServer().listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as AddressInfo).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    return DynamoItemStore.open(
+      { engine: 'dynamodb', table: l.tableName(), region: l.region, endpoint: `http://127.0.0.1:${port}` },
+      { credentials: l.credentials, maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+    );
+  },
+});
 
 describe('DynamoDB engine specifics', () => {
   let raw: DynamoDBClient;
@@ -53,11 +71,11 @@ describe('DynamoDB engine specifics', () => {
   });
   after(() => raw.destroy());
 
-  it('ensureTable creates the table with GSI1 on demand, then accepts it as it is', async () => {
+  it('prepare creates the table with GSI1 on demand, then accepts it as it is', async () => {
     const l = await server();
     const table = l.tableName('ensure');
     const store = await openStore(table, false);
-    assert.deepEqual(await store.ensureTable(), { created: true });
+    assert.deepEqual(await store.prepare(), { created: true });
     const t = (await raw.send(new DescribeTableCommand({ TableName: table }))).Table;
     assert.equal(t?.TableStatus, 'ACTIVE');
     assert.equal(t?.BillingModeSummary?.BillingMode, 'PAY_PER_REQUEST');
@@ -71,9 +89,9 @@ describe('DynamoDB engine specifics', () => {
       { AttributeName: 'GSI1SK', KeyType: 'RANGE' },
     ]);
     assert.equal(gsi?.Projection?.ProjectionType, 'ALL');
-    assert.deepEqual(await store.ensureTable(), { created: false });
+    assert.deepEqual(await store.prepare(), { created: false });
     const again = await openStore(table, false);
-    assert.deepEqual(await again.ensureTable(), { created: false });
+    assert.deepEqual(await again.prepare(), { created: false });
     assert.equal(again.stats().CreateTable, undefined, 'an existing table is only described');
   });
 
@@ -90,7 +108,7 @@ describe('DynamoDB engine specifics', () => {
     );
     const before = (await raw.send(new DescribeTableCommand({ TableName: table }))).Table;
     const store = await openStore(table, false);
-    const err = await store.ensureTable().then(
+    const err = await store.prepare().then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -257,7 +275,7 @@ describe('DynamoDB engine retries (faults injected in front of DynamoDB Local)',
       { engine: 'dynamodb', table, region: l.region, endpoint: proxy.endpoint },
       { credentials: l.credentials, maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 10 },
     );
-    await store.ensureTable();
+    await store.prepare();
   });
   after(async () => {
     await store.close();

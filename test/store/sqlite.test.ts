@@ -13,6 +13,11 @@ itemStoreConformance({
     const dir = tempDir('alp-sqlite');
     return new SqliteItemStore(path.join(dir, 'alp.db'));
   },
+  readOnly: async () => {
+    const file = path.join(tempDir('alp-sqlite'), 'alp.db');
+    await new SqliteItemStore(file).close();
+    return new SqliteItemStore(file, { readonly: true });
+  },
 });
 
 describe('SQLite engine specifics', () => {

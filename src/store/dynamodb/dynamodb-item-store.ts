@@ -50,7 +50,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { describeMetadata, type MetadataConfig } from '../../core/config.ts';
-import { InternalError, InvalidInput, Throttled } from '../../core/errors.ts';
+import { InternalError, InvalidInput, StorageFailure, Throttled } from '../../core/errors.ts';
 import { forEachLimited } from '../../core/limit.ts';
 import type {
   Item,
@@ -107,7 +107,7 @@ export interface DynamoOptions {
   maxDelayMs?: number;
   /** Socket timeout per request (default 30 s). */
   requestTimeoutMs?: number;
-  /** How long ensureTable waits for the table and GSI1 to become ACTIVE (default 5 minutes). */
+  /** How long prepare waits for the table and GSI1 to become ACTIVE (default 5 minutes). */
   tableWaitMs?: number;
 }
 
@@ -122,6 +122,7 @@ export class DynamoItemStore implements ItemStore {
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly tableWaitMs: number;
+  private closed = false;
 
   private constructor(
     config: Extract<MetadataConfig, { engine: 'dynamodb' }>,
@@ -137,7 +138,7 @@ export class DynamoItemStore implements ItemStore {
     this.tableWaitMs = opts.tableWaitMs ?? 5 * 60_000;
   }
 
-  /** Opens the engine without any request; call ensureTable() (alp init) to create or check the table. */
+  /** Opens the engine without any request; call prepare() (alp init) to create or check the table. */
   static async open(config: Extract<MetadataConfig, { engine: 'dynamodb' }>, opts: DynamoOptions = {}): Promise<DynamoItemStore> {
     const client = new DynamoDBClient({
       region: config.region,
@@ -162,7 +163,7 @@ export class DynamoItemStore implements ItemStore {
    * until it and GSI1 are ACTIVE. When it exists, checks its key schema and GSI1 and, on any mismatch,
    * throws InvalidInput naming every problem without changing the table.
    */
-  async ensureTable(): Promise<{ created: boolean }> {
+  async prepare(): Promise<{ created: boolean }> {
     let description = await this.describeTable();
     let created = false;
     if (!description) {
@@ -198,6 +199,11 @@ export class DynamoItemStore implements ItemStore {
       description = next;
     }
     return { created };
+  }
+
+  /** @deprecated The old name of prepare(), kept only until every caller's edit is committed (issue 15). */
+  ensureTable(): Promise<{ created: boolean }> {
+    return this.prepare();
   }
 
   private async describeTable(): Promise<TableDescription | undefined> {
@@ -526,7 +532,10 @@ export class DynamoItemStore implements ItemStore {
     this.counters.clear();
   }
 
+  /** Idempotent; later calls fail with StorageFailure. */
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     this.doc.destroy();
     this.client.destroy();
   }
@@ -553,6 +562,7 @@ export class DynamoItemStore implements ItemStore {
 
   /** Sends one request with the retry rules of the header comment, counting every attempt. */
   private async call<T>(op: DynamoOperation, send: () => Promise<T>, ctx: CallContext): Promise<T> {
+    if (this.closed) throw new StorageFailure(`the DynamoDB item store for ${this.location} is closed`);
     for (let attempt = 1; ; attempt++) {
       this.bump(op);
       let error: AwsError;

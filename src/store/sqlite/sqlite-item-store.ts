@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ConditionFailed, InvalidInput, Throttled } from '../../core/errors.ts';
+import { ConditionFailed, InvalidInput, StorageFailure, Throttled, toAlpError } from '../../core/errors.ts';
 import { randomToken } from '../../core/ids.ts';
 import type { Item, ItemKey, ItemSnapshot, ItemStore, Page, QueryInput, TransactOp, UpdateSpec, WriteOptions } from '../item-store.ts';
 import {
@@ -50,7 +50,7 @@ export class SqliteItemStore implements ItemStore {
   readonly engine = 'sqlite';
   readonly location: string;
   readonly db: Database.Database;
-  private readonly stmts: ReturnType<SqliteItemStore['prepare']>;
+  private readonly stmts: ReturnType<SqliteItemStore['prepareStatements']>;
 
   constructor(file: string, opts: SqliteOptions = {}) {
     this.location = file;
@@ -65,10 +65,15 @@ export class SqliteItemStore implements ItemStore {
       this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
       this.db.exec(SCHEMA);
     }
-    this.stmts = this.prepare();
+    this.stmts = this.prepareStatements();
   }
 
-  private prepare() {
+  /** The schema is created when the store opens (unless read-only): nothing is left to do here. */
+  async prepare(): Promise<{ created: boolean }> {
+    return { created: false };
+  }
+
+  private prepareStatements() {
     const db = this.db;
     return {
       get: db.prepare<[string, string], Row>('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK = ? AND SK = ?'),
@@ -236,6 +241,7 @@ export class SqliteItemStore implements ItemStore {
     const remove = () => {
       for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) fs.rmSync(f, { force: true });
     };
+    if (!this.db.open) throw this.closedError();
     try {
       await this.db.backup(file, { progress: () => 0x7fffffff });
     } catch (e) {
@@ -288,7 +294,9 @@ export class SqliteItemStore implements ItemStore {
     return this.run(() => this.db.transaction(fn).immediate());
   }
 
+  /** Runs one statement or transaction, mapping SQLite's errors to the contract's (item-store.ts). */
   private run<T>(fn: () => T): T {
+    if (!this.db.open) throw this.closedError();
     try {
       return fn();
     } catch (e) {
@@ -296,8 +304,13 @@ export class SqliteItemStore implements ItemStore {
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_BUSY_SNAPSHOT') {
         throw new Throttled('the SQLite database is busy; retry', { sqlite: code }, { cause: e });
       }
-      throw e;
+      // Disk full, I/O error, a read-only database: StorageFailure; our own errors pass; the rest is internal.
+      throw toAlpError(e);
     }
+  }
+
+  private closedError(): StorageFailure {
+    return new StorageFailure(`the SQLite item store at ${this.location} is closed`);
   }
 }
 
