@@ -106,9 +106,11 @@ def main(db_path):
 
     for pk, head in heads.items():
         chain = sorted(chains.get(pk, []), key=lambda i: i["seq"])
-        packed = max((s.get("last_seq", 0) for s in segments.get(pk, [])), default=0)
-        expected_seq = packed + 1 if packed else 1
-        prev = None
+        segs = sorted(segments.get(pk, []), key=lambda s: s.get("last_seq", 0))
+        packed = segs[-1].get("last_seq", 0) if segs else 0
+        expected_seq = packed + 1
+        # The first hot entry after packed history links to the last packed entry's hash.
+        prev = segs[-1].get("last_hash") if segs else None
         for item in chain:
             if item["seq"] <= packed:
                 continue  # also in a segment (a crash between commit and removal): not re-verified here
@@ -117,9 +119,9 @@ def main(db_path):
                 finding(pk, item["seq"], "sequence gap: expected %d" % expected_seq)
             if audit_hash(item) != item.get("hash"):
                 finding(pk, item["seq"], "hash mismatch")
-            if expected_seq == 1 and item["seq"] == 1 and item.get("prev_hash") is not None:
+            if item["seq"] == 1 and item.get("prev_hash") is not None:
                 finding(pk, 1, "genesis prev_hash is not null")
-            if prev is not None and item.get("prev_hash") != prev:
+            elif item["seq"] > 1 and item.get("prev_hash") != prev:
                 finding(pk, item["seq"], "prev_hash does not link to the previous entry")
             prev = item.get("hash")
             expected_seq = item["seq"] + 1
