@@ -1,6 +1,6 @@
 /**
  * The error hierarchy. Every error that can leave ALP carries a stable `code`, the CLI exit code of
- * DESIGN §7 and the HTTP status an API adapter should answer with. Entry points render these; they
+ * docs/design.md §1 and the HTTP status an API adapter should answer with. Entry points render these; they
  * never invent codes of their own.
  */
 export const ExitCode = {

@@ -1,5 +1,5 @@
 /**
- * Item key builders: the single table of DESIGN §3 (RFC-012 §9.1 plus our own entities). Every PK, SK
+ * Item key builders: the single table of docs/data-model.md (RFC-012 §9.1 plus our own entities). Every PK, SK
  * and GSI1 value is built here and nowhere else.
  */
 export const VERSION_DIGITS = 10;
@@ -37,7 +37,7 @@ export const eventGsiSk = (timestamp: string, artifactId: string) => `#${timesta
 /** The SK prefixes of the audit items of an artifact partition (everything chained by the HEAD). */
 export const AUDIT_SK_PREFIXES = ['TRANS#', 'APPROVAL#', 'EXEC#', 'PROV#', 'COMP#'] as const;
 
-/** Our system entities (DESIGN §3 last paragraph; documented in docs/data-model.md). */
+/** Our system entities (documented in docs/data-model.md). */
 export const SYS_PK = 'SYS#installation';
 export const INSTALLATION_SK = 'INSTALLATION';
 export const runPk = (runId: string) => `RUN#${runId}`;

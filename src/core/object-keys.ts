@@ -1,7 +1,7 @@
 import { InvalidInput } from './errors.ts';
 
 /**
- * Object keys of DESIGN §4 (RFC-012 §9.2) and the filename rules. Every key an engine sees is built
+ * Object keys of docs/data-model.md "Objects" (RFC-012 §9.2) and the filename rules. Every key an engine sees is built
  * here; the engines validate keys again before touching storage.
  */
 export const MAX_FILENAME_BYTES = 255;

@@ -1,5 +1,5 @@
 /**
- * The version state machine of DESIGN §5 as one table. Every entry point asks this table; nothing else
+ * The version state machine (docs/design.md §2) as one table. Every entry point asks this table; nothing else
  * decides whether a move is legal. `via` names the only operation that may perform the move, so a
  * generic `transition --to` cannot bypass approvals, executions, compensation or archiving.
  */

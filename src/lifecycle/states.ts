@@ -1,5 +1,5 @@
 /**
- * The version states of DESIGN §5, in lifecycle order. A module of its own, without imports, so the
+ * The version states (docs/design.md §2), in lifecycle order. A module of its own, without imports, so the
  * web UI's bundle shares the one list with the state machine.
  */
 export const VERSION_STATES = [

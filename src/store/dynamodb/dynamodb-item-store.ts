@@ -1,5 +1,5 @@
 /**
- * ItemStore on Amazon DynamoDB (AWS SDK v3): the single table of DESIGN §3 with key attributes PK / SK
+ * ItemStore on Amazon DynamoDB (AWS SDK v3): the single table of docs/data-model.md with key attributes PK / SK
  * and one global secondary index GSI1 (GSI1PK / GSI1SK, projection ALL), on-demand billing.
  *
  * CONSISTENCY: GSI1 is eventually consistent; a write may take a moment to appear in it and a query on
