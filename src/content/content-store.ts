@@ -17,6 +17,24 @@
  *   resumed after a crash); different bytes fail with CONFLICT and leave nothing of the losing writer.
  *   Only `repair` (restore) may replace bytes there, and only bytes that do not match the digest being
  *   written (damage). Other keys (provenance/: derived documents) are replaced atomically by a put.
+ *
+ * ERRORS. Every method fails only with these typed errors (core/errors.ts); engines map errno and SDK
+ * errors inside the engine (fs: mapFsError; S3: s3/errors.ts), so no caller looks at engine errors:
+ * - InvalidInput: a malformed or escaping key or prefix, a bad range, list cursor or option, a symlink
+ *   inside the content root. Nothing was touched.
+ * - NotFound: get / readRaw / copy of an absent key.
+ * - IntegrityError: bytes that do not hash to the expected digest (put with expectedDigest, every get,
+ *   copy's source), a size other than expectedSize, a torn write, something at the key that is not a
+ *   regular file.
+ * - Conflict: a create-only key already holds other bytes (createOnlyConflict), or an archived object
+ *   must be restored before it can be read (details.restoreRequired).
+ * - TooLarge: a put past maxBytes.
+ * - Throttled: the storage asked us to slow down, or refused the connection (the request did not
+ *   reach it); nothing took effect.
+ * - StorageFailure: the storage failed (disk full, I/O error, a failed fsync, read-only storage, no
+ *   permission, a timeout or lost connection that may have applied a write).
+ * - InternalError: anything else (a missing bucket, refused credentials, a bug).
+ * A failing body (the caller's stream) fails the put with the body's own error; nothing stays.
  */
 import type { Readable } from 'node:stream';
 import type { Digest } from '../core/digest.ts';

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { ContentStore, StagedObject } from '../../src/content/content-store.ts';
 import { type Digest, sha256 } from '../../src/core/digest.ts';
-import { Conflict, IntegrityError, InvalidInput, NotFound, TooLarge } from '../../src/core/errors.ts';
+import { Conflict, IntegrityError, InvalidInput, NotFound, StorageFailure, Throttled, TooLarge } from '../../src/core/errors.ts';
 import { bytesOf, collect } from '../helpers/tmp.ts';
 
 export interface ContentStoreHarness {
@@ -17,6 +17,10 @@ export interface ContentStoreHarness {
   /** Overwrites the stored bytes of `key` behind the engine's back (bit rot, tampering). */
   corrupt(store: ContentStore, key: string, bytes: Buffer): Promise<void>;
   runs: number;
+  /** A store whose disk fails every fsync with EIO (fs: the engine's fault seam). */
+  failingDisk?(): Promise<ContentStore>;
+  /** A store whose storage cannot be reached (S3: a loopback port nobody listens on). */
+  unreachable?(): Promise<ContentStore>;
 }
 
 export const REJECTED_KEYS: Array<[string, string]> = [
@@ -139,6 +143,82 @@ export function contentStoreConformance(h: ContentStoreHarness): void {
       );
       await assert.rejects(collect(await store.get(`${n}/r`, sha256('x'), { start: 0, end: 10 })), IntegrityError);
       await assert.rejects(store.get(`${n}/r`, digest, { start: data.length, end: data.length + 5 }), InvalidInput);
+    });
+
+    describe('declared errors (content-store.ts, ERRORS)', () => {
+      it('a range outside the object or a negative offset is InvalidInput; a range past the end says it is not satisfiable', async () => {
+        const n = ns();
+        const { digest } = await store.put(`${n}/r`, bytesOf('0123456789'));
+        for (const bad of [{ start: 10 }, { start: 5, end: 4 }, { start: 10, end: 12 }]) {
+          await assert.rejects(
+            store.get(`${n}/r`, digest, bad),
+            (e: unknown) => e instanceof InvalidInput && e.details?.rangeNotSatisfiable === true && e.details.size === 10,
+          );
+        }
+        for (const bad of [{ start: -1 }, { end: 1.5 }, { expectedSize: -3 }]) {
+          await assert.rejects(store.get(`${n}/r`, digest, bad), InvalidInput);
+        }
+        assert.equal((await collect(await store.get(`${n}/r`, digest, { start: 8 }))).toString(), '89');
+      });
+
+      it('a list cursor is valid only for the prefix it came from; a fractional limit is rounded down', async () => {
+        const n = ns();
+        for (const k of ['a', 'b', 'c']) await store.put(`${n}/p/${k}`, bytesOf(k));
+        await store.put(`${n}/q/a`, bytesOf('q'));
+        const page = await store.listPage(`${n}/p/`, { limit: 1.5 });
+        assert.deepEqual(
+          page.objects.map((o) => o.key),
+          [`${n}/p/a`],
+        );
+        assert.ok(page.cursor);
+        await assert.rejects(store.listPage(`${n}/q/`, { cursor: page.cursor }), InvalidInput);
+        await assert.rejects(store.listPage(`${n}/p/`, { cursor: '' }), InvalidInput);
+        await assert.rejects(store.listPage(`${n}/p/`, { cursor: 'x'.repeat(5000) }), InvalidInput);
+        assert.deepEqual(
+          (await store.listPage(`${n}/p/`, { cursor: page.cursor })).objects.map((o) => o.key),
+          [`${n}/p/b`, `${n}/p/c`],
+        );
+      });
+
+      it('an absent key is NotFound for get, readRaw and copy; head answers undefined; delete answers false', async () => {
+        const n = ns();
+        await assert.rejects(store.get(`${n}/none`, sha256('x')), NotFound);
+        await assert.rejects(store.readRaw(`${n}/none`), NotFound);
+        await assert.rejects(store.copy(`${n}/none`, `${n}/copy`, { expectedDigest: sha256('x') }), NotFound);
+        assert.equal(await store.head(`${n}/none`), undefined);
+        assert.equal(await store.delete(`${n}/none`), false);
+      });
+
+      const { failingDisk, unreachable } = h;
+      // Engines name the failures they can induce; each one named is checked.
+      if (failingDisk)
+        it('a failing disk fails the put with StorageFailure naming the errno, and nothing is left at the key', async () => {
+          const bad = await failingDisk();
+          try {
+            const n = ns();
+            await assert.rejects(
+              bad.put(`${n}/x`, bytesOf('hello')),
+              (e: unknown) => e instanceof StorageFailure && e.code === 'STORAGE' && /\bEIO\b/.test(e.message),
+            );
+            assert.equal(await bad.head(`${n}/x`), undefined);
+          } finally {
+            await bad.close();
+          }
+        });
+      if (unreachable)
+        it('unreachable storage fails with Throttled (the request did not reach it), never an engine error', async () => {
+          const down = await unreachable();
+          try {
+            const n = ns();
+            const throttled = (e: unknown) => e instanceof Throttled && e.code === 'THROTTLED';
+            await assert.rejects(down.get(`${n}/x`, sha256('x')), throttled);
+            await assert.rejects(down.head(`${n}/x`), throttled);
+            await assert.rejects(down.listPage(`${n}/`), throttled);
+            await assert.rejects(down.put(`${n}/x`, bytesOf('x')), throttled);
+          } finally {
+            await down.close();
+          }
+        });
     });
 
     it('readRaw returns the stored bytes unverified (maintenance scans), NotFound when absent', async () => {

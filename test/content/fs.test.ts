@@ -23,6 +23,12 @@ contentStoreConformance({
   corrupt: async (store, key, bytes) => {
     fs.writeFileSync(path.join(roots.get(store) as string, key), bytes);
   },
+  failingDisk: () =>
+    FsContentStore.open(tempDir('alp-fs'), {
+      fsyncHook: () => {
+        throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO', errno: -5, syscall: 'fsync' });
+      },
+    }),
 });
 
 immutableKeyConformance({

@@ -56,6 +56,20 @@ contentStoreConformance({
   corrupt: async (store, key, bytes) => {
     await (await s3()).corrupt((store as S3ContentStore).prefix + key, bytes);
   },
+  unreachable: async () => {
+    const s = await s3();
+    // A loopback port that was just free: connections to it are refused.
+    const port = await new Promise<number>((resolve) => {
+      const srv = http.createServer().listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as AddressInfo).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    return S3ContentStore.open(
+      { engine: 's3', bucket: s.bucket, prefix: 'alp-down/', region: s.region, endpoint: `http://127.0.0.1:${port}` },
+      { credentials: s.credentials, maxAttempts: 1 },
+    );
+  },
 });
 
 // s3rver ignores If-None-Match: the create-only cases run through a proxy that models S3's conditional writes.

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { FsContentStore, type FsContentStoreOptions } from '../../src/content/fs/fs-content-store.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { sha256 } from '../../src/core/digest.ts';
-import { IntegrityError, toAlpError } from '../../src/core/errors.ts';
+import { IntegrityError, StorageFailure, toAlpError } from '../../src/core/errors.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { createContext } from '../../src/lifecycle/context.ts';
 import { initInstallation } from '../../src/lifecycle/installation.ts';
@@ -42,7 +42,7 @@ describe('fs engine: fsync failures and torn writes', () => {
     const { root, store: s } = await store(({ kind }) => {
       if (kind === 'file') throw errnoError('EIO', 'fsync');
     });
-    await assert.rejects(s.put('artifacts/a/v1/f', chunks()), (e: NodeJS.ErrnoException) => e.code === 'EIO');
+    await assert.rejects(s.put('artifacts/a/v1/f', chunks()), (e: unknown) => e instanceof StorageFailure && /\bEIO\b/.test(e.message));
     assert.equal(await s.head('artifacts/a/v1/f'), undefined);
     assert.deepEqual(filesUnder(root), []);
   });
@@ -52,7 +52,7 @@ describe('fs engine: fsync failures and torn writes', () => {
     const { root, store: s } = await store(({ kind, path: p }) => {
       if (kind === 'dir' && p.endsWith(path.join('a', 'v1'))) throw errnoError('EIO', 'fsync');
     });
-    await assert.rejects(s.put('artifacts/a/v1/f', chunks()), (e: NodeJS.ErrnoException) => e.code === 'EIO');
+    await assert.rejects(s.put('artifacts/a/v1/f', chunks()), (e: unknown) => e instanceof StorageFailure && /\bEIO\b/.test(e.message));
     // The contract: each object is whole at its key or absent — never partial.
     assert.equal((await s.head('artifacts/a/v1/f'))?.size, body.length);
     assert.deepEqual(await collect(await s.get('artifacts/a/v1/f', sha256(body))), body);

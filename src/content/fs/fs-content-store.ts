@@ -11,7 +11,7 @@ import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { type Digest, DigestAccumulator } from '../../core/digest.ts';
-import { AlpError, IntegrityError, InvalidInput, NotFound, TooLarge } from '../../core/errors.ts';
+import { AlpError, IntegrityError, InvalidInput, NotFound, StorageFailure, storageFailureOf, TooLarge } from '../../core/errors.ts';
 import { fsyncDir } from '../../core/fsync.ts';
 import { randomToken } from '../../core/ids.ts';
 import { validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
@@ -70,13 +70,21 @@ export class FsContentStore implements ContentStore {
   }
 
   private async syncFile(fh: FileHandle, file: string): Promise<void> {
-    await this.opts.fsyncHook?.({ kind: 'file', path: file });
-    await fh.sync();
+    try {
+      await this.opts.fsyncHook?.({ kind: 'file', path: file });
+      await fh.sync();
+    } catch (e) {
+      throw diskError(e);
+    }
   }
 
   private async syncDir(dir: string): Promise<void> {
-    await this.opts.fsyncHook?.({ kind: 'dir', path: dir });
-    await fsyncDir(dir);
+    try {
+      await this.opts.fsyncHook?.({ kind: 'dir', path: dir });
+      await fsyncDir(dir);
+    } catch (e) {
+      throw diskError(e);
+    }
   }
 
   async put(key: string, body: Body, opts: PutOptions = {}): Promise<PutResult> {
@@ -102,7 +110,9 @@ export class FsContentStore implements ContentStore {
         }
         // Hash the next chunk while the previous one is being written.
         await pending;
-        pending = writeAll(fh, buf);
+        pending = writeAll(fh, buf).catch((e: unknown) => {
+          throw diskError(e);
+        });
       }
       await pending;
       const digest = acc.digest();
@@ -188,7 +198,7 @@ export class FsContentStore implements ContentStore {
         await fs.unlink(s.tmpPath).catch(() => {});
         removeEmptyDirs(s.made);
       }
-      throw e;
+      throw diskError(e);
     }
   }
 
@@ -523,6 +533,21 @@ function mapFsError(e: unknown, key: string): Error {
   if (code === 'ELOOP') return new InvalidInput(`refusing symlink inside the content root at ${key}`);
   // ENXIO: a socket (or a FIFO without a reader, opened for writing) at the path.
   if (code === 'ENXIO') return new IntegrityError(`${key} is not a regular file (a socket or device); refusing to read it`, { key });
+  return diskError(e, key);
+}
+
+/**
+ * A failing disk or directory as the contract's StorageFailure (disk full, I/O error, read-only file
+ * system, no permission); the message keeps the errno. Anything else stays as it is (internal).
+ */
+function diskError(e: unknown, key?: string): Error {
+  if (e instanceof AlpError) return e;
+  const storage = storageFailureOf(e);
+  if (storage) return storage;
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM') {
+    return new StorageFailure(`storage failure: ${code} (permission denied in the content root${key ? ` at ${key}` : ''})`, { cause: e });
+  }
   return e as Error;
 }
 

@@ -32,31 +32,26 @@
  * restore first: get then fails with Conflict (restoreRequired). Delete on a versioned bucket only
  * adds a delete marker: use an unversioned bucket (or a noncurrent-version expiration rule).
  */
-import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
-  DeleteBucketLifecycleCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   type DeleteObjectsCommandOutput,
-  GetBucketLifecycleConfigurationCommand,
   GetObjectCommand,
   type GetObjectCommandOutput,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   type ListObjectsV2CommandOutput,
-  PutBucketLifecycleConfigurationCommand,
   S3Client,
   type S3ClientConfig,
-  type LifecycleRule as S3LifecycleRule,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import { type ContentConfig, describeContent } from '../../core/config.ts';
 import { type Digest, DigestAccumulator } from '../../core/digest.ts';
-import { AlpError, Conflict, IntegrityError, InternalError, InvalidInput, NotFound, Throttled, TooLarge } from '../../core/errors.ts';
+import { IntegrityError, InternalError, InvalidInput, NotFound, TooLarge } from '../../core/errors.ts';
 import { validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
 import {
   type Body,
@@ -75,6 +70,8 @@ import {
 } from '../content-store.ts';
 import { checkRange, checkRangeArgs, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
 import { VerifyingStream } from '../verify-stream.ts';
+import { isConditionFailure, isMissing, isUnsupported, mapS3Error } from './errors.ts';
+import { BucketLifecycleRules, LifecycleNotSupported } from './lifecycle-rules.ts';
 
 export const PART_SIZE = 8 * 1024 * 1024;
 export const QUEUE_SIZE = 2;
@@ -98,18 +95,7 @@ export interface S3Options {
 }
 
 export type { LifecycleRule };
-
-/** The S3 endpoint does not implement bucket lifecycle configuration (s3rver, some S3 clones). */
-export class LifecycleNotSupported extends InternalError {
-  constructor(bucket: string, cause: unknown) {
-    super(`the S3 endpoint does not implement bucket lifecycle configuration (bucket ${bucket}): apply the rules another way`, { cause });
-  }
-}
-
-interface S3Error extends Error {
-  Code?: string;
-  $metadata?: { httpStatusCode?: number };
-}
+export { LifecycleNotSupported };
 
 export class S3ContentStore implements ContentStore {
   readonly engine = 's3';
@@ -123,7 +109,7 @@ export class S3ContentStore implements ContentStore {
   private readonly clock: Clock;
   private readonly partSize: number;
   private readonly queueSize: number;
-  private readonly ruleNamespace: string;
+  private readonly rules: BucketLifecycleRules;
 
   private constructor(
     config: Extract<ContentConfig, { engine: 's3' }>,
@@ -138,7 +124,7 @@ export class S3ContentStore implements ContentStore {
     this.queueSize = opts.queueSize ?? QUEUE_SIZE;
     if (!Number.isInteger(this.partSize) || this.partSize < 5 * 1024 * 1024) throw new InvalidInput('partSize must be at least 5 MiB');
     if (!Number.isInteger(this.queueSize) || this.queueSize < 1) throw new InvalidInput('queueSize must be at least 1');
-    this.ruleNamespace = `alp-${createHash('sha256').update(`${this.bucket}/${this.prefix}`).digest('hex').slice(0, 12)}-`;
+    this.rules = new BucketLifecycleRules(client, this.bucket, this.prefix);
     // Counts every attempt of every S3 operation, including those lib-storage sends: it runs inside
     // the SDK's retry loop.
     client.middlewareStack.add(
@@ -477,79 +463,19 @@ export class S3ContentStore implements ContentStore {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Bucket lifecycle configuration
+  // Bucket lifecycle configuration (lifecycle-rules.ts)
 
   /** This store's lifecycle rules (rules of other owners in the same bucket are not shown). */
-  async getLifecycleRules(): Promise<LifecycleRule[]> {
-    return (await this.readBucketRules()).filter((r) => this.owns(r)).map((r) => this.fromS3Rule(r));
+  getLifecycleRules(): Promise<LifecycleRule[]> {
+    return this.rules.get();
   }
 
   /**
    * Replaces this store's lifecycle rules with `rules`, keeping every rule of other owners (another
    * prefix, another tool) as it is. Idempotent. An empty list removes this store's rules.
    */
-  async putLifecycleRules(rules: LifecycleRule[]): Promise<void> {
-    const ids = new Set<string>();
-    for (const r of rules) {
-      validateRule(r);
-      if (ids.has(r.id)) throw new InvalidInput(`duplicate lifecycle rule id ${r.id}`);
-      ids.add(r.id);
-    }
-    const foreign = (await this.readBucketRules()).filter((r) => !this.owns(r));
-    const all = [...foreign, ...rules.map((r) => this.toS3Rule(r))];
-    try {
-      if (all.length === 0) await this.client.send(new DeleteBucketLifecycleCommand({ Bucket: this.bucket }));
-      else
-        await this.client.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: all } }));
-    } catch (e) {
-      if (isUnsupported(e)) throw new LifecycleNotSupported(this.bucket, e);
-      throw this.mapError(e, '');
-    }
-  }
-
-  private async readBucketRules(): Promise<S3LifecycleRule[]> {
-    try {
-      const out = await this.client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: this.bucket }));
-      return out.Rules ?? [];
-    } catch (e) {
-      if (errorCode(e) === 'NoSuchLifecycleConfiguration') return [];
-      if (isUnsupported(e)) throw new LifecycleNotSupported(this.bucket, e);
-      throw this.mapError(e, '');
-    }
-  }
-
-  private owns(r: S3LifecycleRule): boolean {
-    return r.ID?.startsWith(this.ruleNamespace) === true;
-  }
-
-  private toS3Rule(r: LifecycleRule): S3LifecycleRule {
-    return {
-      ID: this.ruleNamespace + r.id,
-      Status: 'Enabled',
-      Filter: { Prefix: this.prefix + r.prefix },
-      ...(r.transitions?.length ? { Transitions: r.transitions.map((t) => ({ Days: t.days, StorageClass: t.storageClass })) } : {}),
-      ...(r.expirationDays !== undefined ? { Expiration: { Days: r.expirationDays } } : {}),
-      ...(r.abortIncompleteMultipartUploadDays !== undefined
-        ? { AbortIncompleteMultipartUpload: { DaysAfterInitiation: r.abortIncompleteMultipartUploadDays } }
-        : {}),
-    };
-  }
-
-  private fromS3Rule(r: S3LifecycleRule): LifecycleRule {
-    const fullPrefix = r.Filter?.Prefix ?? r.Prefix ?? '';
-    const rule: LifecycleRule = {
-      id: (r.ID ?? '').slice(this.ruleNamespace.length),
-      prefix: fullPrefix.startsWith(this.prefix) ? fullPrefix.slice(this.prefix.length) : fullPrefix,
-    };
-    const transitions = (r.Transitions ?? [])
-      .filter((t) => t.Days !== undefined && (t.StorageClass === 'STANDARD_IA' || t.StorageClass === 'GLACIER'))
-      .map((t) => ({ days: t.Days as number, storageClass: t.StorageClass as 'STANDARD_IA' | 'GLACIER' }));
-    if (transitions.length) rule.transitions = transitions;
-    if (r.Expiration?.Days !== undefined) rule.expirationDays = r.Expiration.Days;
-    if (r.AbortIncompleteMultipartUpload?.DaysAfterInitiation !== undefined) {
-      rule.abortIncompleteMultipartUploadDays = r.AbortIncompleteMultipartUpload.DaysAfterInitiation;
-    }
-    return rule;
+  putLifecycleRules(rules: LifecycleRule[]): Promise<void> {
+    return this.rules.put(rules);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -577,31 +503,7 @@ export class S3ContentStore implements ContentStore {
   }
 
   private mapError(e: unknown, key: string): Error {
-    if (e instanceof AlpError) return e;
-    const code = errorCode(e);
-    const status = (e as S3Error).$metadata?.httpStatusCode;
-    if (code === 'NoSuchKey' || code === 'NotFound') return new NotFound(`no object at ${key}`);
-    if (code === 'NoSuchBucket') return new InternalError(`S3 bucket ${this.bucket} does not exist`, { cause: e });
-    if (code === 'InvalidObjectState') {
-      return new Conflict(`object ${key} is archived (e.g. GLACIER) and must be restored before it can be read`, {
-        key,
-        restoreRequired: true,
-      });
-    }
-    if (
-      code === 'SlowDown' ||
-      code === 'Throttling' ||
-      code === 'ThrottlingException' ||
-      code === 'RequestLimitExceeded' ||
-      status === 503
-    ) {
-      return new Throttled(`S3 asked to slow down (${code}); retry later`, { key }, { cause: e });
-    }
-    if (code === 'AccessDenied' || code === 'InvalidAccessKeyId' || code === 'SignatureDoesNotMatch') {
-      return new InternalError(`S3 refused access to ${this.bucket}: ${code}`, { cause: e });
-    }
-    const message = e instanceof Error ? e.message : String(e);
-    return new InternalError(`S3 request for ${key} in ${this.bucket} failed: ${code ?? ''} ${message}`.trim(), { cause: e });
+    return mapS3Error(e, key, this.bucket);
   }
 }
 
@@ -610,35 +512,6 @@ function toBuffer(chunk: unknown): Buffer {
   if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
   throw new InvalidInput('a body must yield bytes');
-}
-
-function errorCode(e: unknown): string | undefined {
-  const err = e as S3Error | undefined;
-  return err?.Code ?? err?.name;
-}
-
-/** A conditional write refused: 412 PreconditionFailed, or 409 ConditionalRequestConflict (one in flight). */
-function isConditionFailure(e: unknown): boolean {
-  const code = errorCode(e);
-  const status = (e as S3Error)?.$metadata?.httpStatusCode;
-  return (
-    code === 'PreconditionFailed' ||
-    code === 'ConditionalRequestConflict' ||
-    status === 412 ||
-    (status === 409 && code === 'ConditionalRequestConflict')
-  );
-}
-
-function isMissing(e: unknown): boolean {
-  const code = errorCode(e);
-  return code === 'NotFound' || code === 'NoSuchKey' || code === 'NoSuchUpload' || (e as S3Error)?.$metadata?.httpStatusCode === 404;
-}
-
-/** 501 NotImplemented / 405 MethodNotAllowed: the endpoint lacks the operation (s3rver). */
-function isUnsupported(e: unknown): boolean {
-  const code = errorCode(e);
-  const status = (e as S3Error)?.$metadata?.httpStatusCode;
-  return code === 'NotImplemented' || code === 'MethodNotAllowed' || status === 501 || status === 405;
 }
 
 function checkStorageClass(c: StorageClass): StorageClass {
@@ -667,27 +540,5 @@ function isValidKey(key: string): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-function validateRule(r: LifecycleRule): void {
-  if (typeof r.id !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(r.id))
-    throw new InvalidInput(`invalid lifecycle rule id ${JSON.stringify(r.id)}`);
-  if (typeof r.prefix !== 'string') throw new InvalidInput(`lifecycle rule ${r.id} needs a prefix ('' for everything)`);
-  validateListPrefix(r.prefix);
-  const days = (v: number | undefined, what: string) => {
-    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0))
-      throw new InvalidInput(`lifecycle rule ${r.id}: ${what} must be a whole number of days`);
-  };
-  for (const t of r.transitions ?? []) {
-    days(t.days, 'transition days');
-    if (t.storageClass !== 'STANDARD_IA' && t.storageClass !== 'GLACIER') {
-      throw new InvalidInput(`lifecycle rule ${r.id}: cannot transition to ${JSON.stringify(t.storageClass)}`);
-    }
-  }
-  days(r.expirationDays, 'expiration');
-  days(r.abortIncompleteMultipartUploadDays, 'abortIncompleteMultipartUploadDays');
-  if (!r.transitions?.length && r.expirationDays === undefined && r.abortIncompleteMultipartUploadDays === undefined) {
-    throw new InvalidInput(`lifecycle rule ${r.id} has no action`);
   }
 }
