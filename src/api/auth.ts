@@ -8,9 +8,9 @@
 import type { FastifyRequest } from 'fastify';
 import { Unauthenticated } from '../core/errors.ts';
 import { assertMay } from '../lifecycle/access.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { resolveToken } from '../lifecycle/principals.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { ROUTES, type RouteId } from './access.ts';
 
 declare module 'fastify' {

@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ServiceContext } from '../lifecycle/context.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { ROUTES, type RouteId } from './access.ts';
 import type { ApiMetrics } from './metrics.ts';
 

@@ -5,8 +5,7 @@
  * (server.ts registers them; other services can add collectors through `ServerOptions.metricsCollectors`).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import type { TransactOp } from '../store/item-store.ts';
+import type { AuditSink, ServiceContext } from '../system/context.ts';
 
 export type MetricsCollector = (registry: Registry, ctx: ServiceContext) => void;
 
@@ -63,40 +62,24 @@ export class ApiMetrics {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Counts the transitions of a committed transaction (every Transition audit item it put). */
-  observeCommit(ops: readonly TransactOp[]): void {
-    for (const op of ops) {
-      if (op.op === 'put' && op.item.type === 'transition' && typeof op.item.to === 'string') this.transitions.inc({ to: op.item.to });
-    }
+  /**
+   * The audit sink of this server's transitions metric: adds nothing to the audit transaction, and
+   * counts the Transition entries of every transaction that committed through the server's context.
+   */
+  auditSink(): AuditSink {
+    return {
+      opsFor: async () => ({ ops: [], fallback: [] }),
+      committed: (entries) => {
+        for (const e of entries) if (e.type === 'transition' && typeof e.to === 'string') this.transitions.inc({ to: e.to });
+      },
+    };
   }
 }
 
 /**
- * The context the server hands to services: the same stores, with committed transactions reported to
- * `onCommit` (for the transitions metric). Observation only: the operations pass through unchanged.
+ * The context the server hands to services: the same stores and sinks, plus the server's metrics
+ * sink (its own array, so the sink counts only what is written through this server).
  */
-export function observedContext(ctx: ServiceContext, onCommit: (ops: readonly TransactOp[]) => void): ServiceContext {
-  const target = ctx.items;
-  const transactWrite = async (ops: TransactOp[], ...rest: unknown[]) => {
-    const result = await (target.transactWrite as (...a: unknown[]) => Promise<unknown>).call(target, ops, ...rest);
-    try {
-      onCommit(ops);
-    } catch {
-      // metrics never fail a write
-    }
-    return result;
-  };
-  const bound = new Map<PropertyKey, unknown>([['transactWrite', transactWrite]]);
-  const items = new Proxy(target, {
-    get(obj, prop) {
-      const cached = bound.get(prop);
-      if (cached !== undefined) return cached;
-      const value = Reflect.get(obj, prop, obj);
-      if (typeof value !== 'function') return value;
-      const fn = value.bind(obj);
-      bound.set(prop, fn);
-      return fn;
-    },
-  });
-  return { ...ctx, items };
+export function withMetricsSink(ctx: ServiceContext, metrics: ApiMetrics): ServiceContext {
+  return { ...ctx, auditSinks: [...ctx.auditSinks, metrics.auditSink()] };
 }

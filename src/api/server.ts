@@ -16,7 +16,7 @@ import { telemetryMetricsCollector } from '../telemetry/metrics.ts';
 import type { Api } from './define.ts';
 import { collectRoutePatterns, registerErrorHandlers } from './error-handlers.ts';
 import { registerRequestHooks } from './hooks.ts';
-import { ApiMetrics, type MetricsCollector, observedContext } from './metrics.ts';
+import { ApiMetrics, type MetricsCollector, withMetricsSink } from './metrics.ts';
 import { answerNodeLevelRequests, fastifyOptions } from './node-requests.ts';
 import { openapiPath } from './openapi.ts';
 import { registerOpenApi, registerRoutes } from './register-routes.ts';
@@ -47,7 +47,7 @@ export interface ServerOptions {
 export interface AlpServer {
   app: FastifyInstance;
   metrics: ApiMetrics;
-  /** The context the handlers use (the given one, observed for metrics). */
+  /** The context the handlers use (the given one, with the metrics audit sink). */
   ctx: ServiceContext;
   readonly closing: boolean;
   /** Starts listening; returns the base URL. */
@@ -79,7 +79,7 @@ export function defaultLogger(
  */
 export async function buildServer(base: ServiceContext, options: ServerOptions = {}): Promise<AlpServer> {
   const metrics = new ApiMetrics({ processMetrics: options.processMetrics !== false });
-  const ctx = observedContext(base, (ops) => metrics.observeCommit(ops));
+  const ctx = withMetricsSink(base, metrics);
   // The telemetry outbox's persisted counters (alp_telemetry_*), read at scrape time, then any others.
   for (const collect of [telemetryMetricsCollector, ...(options.metricsCollectors ?? [])]) collect(metrics.registry, base);
   const maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;

@@ -3,9 +3,9 @@
  * (all chains only) and, when given, a checkpoint the chains must still extend. Entry points parse
  * and render; the rule of what is checked, in which order, and what counts as broken lives here.
  */
-import { allHeads } from '../lifecycle/artifacts.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { stateKey } from '../telemetry/queue.ts';
+import { allHeads } from './chain.ts';
 import { type Checkpoint, type CounterCheck, checkAuditCounter, verifyCheckpoint } from './counter.ts';
 import { type ChainReport, verifyArtifactAudit } from './verify.ts';
 

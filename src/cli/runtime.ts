@@ -8,10 +8,10 @@ import { type Clock, FixedClock, systemClock } from '../core/clock.ts';
 import { resolveStorageConfig, type StorageConfig } from '../core/config.ts';
 import { Forbidden, InternalError, UsageError } from '../core/errors.ts';
 import { assertMay, type Caller, mayPerform } from '../lifecycle/access.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { localOperator, resolveToken } from '../lifecycle/principals.ts';
 import { openInstallation } from '../runtime/open.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { operationOf } from './operations.ts';
 
 export interface GlobalOptions {

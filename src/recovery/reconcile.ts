@@ -20,31 +20,33 @@
  * it is VERIFIED and of this installation, and in one transaction records the activation, deletes the
  * hold and advances the epoch (leases and fences stamped with the backup's epoch are stale from then on).
  */
-import { assertNotFenced, fenceCheck } from '../audit/chain.ts';
 import { checkAuditCounter } from '../audit/counter.ts';
 import { type ChainReport, verifyArtifactAudit } from '../audit/verify.ts';
 import { listAll } from '../content/content-store.ts';
 import { ConditionFailed, Conflict, Forbidden, IntegrityError, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { INSTALLATION_SK, RESTORE_ACTIVATION_SK, reconcileSk, restorePk, SYS_PK } from '../core/keys.ts';
+import { INSTALLATION_SK, reconcileSk, restorePk, SYS_PK } from '../core/keys.ts';
+import { forEachLimited } from '../core/limit.ts';
 import { IMMUTABLE_PREFIXES, isImmutableKey } from '../core/object-keys.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import { readInstallation } from '../lifecycle/installation.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { provenanceArtifactId, publishProvenanceDocument } from '../lifecycle/provenance.ts';
 import type { ObjectRef } from '../lifecycle/references.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
 import { type Progress, type VerifyReport, verifyObjects } from '../lifecycle/verify-content.ts';
 import { cond, type Item, type ItemKey, type TransactOp } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { assertNotFenced, fenceCheck } from '../system/fence.ts';
+import { readInstallation } from '../system/installation.ts';
+import { activationKey } from '../system/restore-proof.ts';
+import { epochAdvanceOps, readEpoch, restoreHoldKey } from '../system/state.ts';
 import { stateKey } from '../telemetry/queue.ts';
-import { forEachLimited, type PhaseProgress } from './backup.ts';
+import type { PhaseProgress } from './backup.ts';
 import { isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
 import { heldRestore, type RestoreRecord, restoreKey } from './restore.ts';
-import { epochAdvanceOps, readEpoch, restoreHoldKey } from './system.ts';
 
 export type ReconcileStatus = 'VERIFIED' | 'FAILED';
 
-export const activationKey: ItemKey = { PK: SYS_PK, SK: RESTORE_ACTIVATION_SK };
+export { activationKey } from '../system/restore-proof.ts';
 
 export interface ReconcileFinding {
   kind: 'object' | 'derived' | 'audit' | 'restore' | 'item' | 'unexpected';
@@ -87,15 +89,79 @@ export interface ReconcileOptions {
 
 const noProgress: PhaseProgress = () => ({});
 
+/**
+ * Reconciliation, in its phases: the preconditions (an installation, a held restore's record), one
+ * scan of the base table (references, artifacts, items), a restore that did not complete (what the
+ * backup says is missing), every named object re-hashed beside every audit chain, the append counter,
+ * the unexpected objects (report only); then the report, persisted.
+ */
 export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Promise<ReconcileReport> {
   const progress = opts.progress ?? noProgress;
   const startedAt = ctx.clock.now().toISOString();
   const reconcileId = newId(ctx.clock);
-  const findings: ReconcileFinding[] = [];
   const installation = await readInstallation(ctx);
   await assertNotFenced(ctx);
   const held = await heldRestore(ctx);
-  if (!installation) {
+  const findings: ReconcileFinding[] = preconditionFindings(Boolean(installation), held);
+
+  // The listing (for unexpected objects) waits on the content store, not on the CPU: it runs meanwhile.
+  const listing = listImmutable(ctx);
+  listing.catch(() => {});
+
+  const scan = await scanBaseTable(ctx, progress('scan'));
+  findings.push(...scan.conflicts);
+  const { restoreSummary, extraRefs } = await checkHeldRestore(ctx, held?.record, scan.refs, findings);
+
+  const all = [...scan.refs.values(), ...extraRefs];
+  const objects = await verifyObjectsAndChains(ctx, all, scan.artifacts, opts, Boolean(held), findings);
+  const audit = await auditFindings(ctx, objects.chains, findings);
+
+  // Unexpected objects (report only).
+  progress('listing');
+  const named = new Set(all.map((r) => r.key));
+  const unexpectedList = (await listing).filter((o) => !named.has(o.key));
+  for (const o of unexpectedList)
+    findings.push({ kind: 'unexpected', problem: 'unexpected', key: o.key, detail: `${o.size} bytes that no item names` });
+
+  const failing = findings.filter((f) => f.kind !== 'derived' && f.kind !== 'unexpected');
+  const status: ReconcileStatus = failing.length === 0 && installation ? 'VERIFIED' : 'FAILED';
+  const { verified, derivedReport, immutable, derived } = objects;
+  const count = (p: string) => verified.findings.filter((f) => f.problem === p).length;
+  const report: ReconcileReport = {
+    reconcile_id: reconcileId,
+    status,
+    installation_id: installation?.installation_id ?? null,
+    restore_id: held?.restoreId ?? null,
+    started_at: startedAt,
+    finished_at: ctx.clock.now().toISOString(),
+    by: opts.actor,
+    items: scan.itemCount,
+    objects: {
+      referenced: immutable.length,
+      verified: verified.ok,
+      bytes: verified.bytes,
+      missing: count('missing'),
+      corrupt: count('corrupt'),
+      errors: count('error'),
+      conflicts: scan.conflicts.length,
+    },
+    derived: { checked: derived.length, mismatched: derivedReport.findings.length + derivedReport.stale.length },
+    audit: { artifacts: scan.artifacts.size, ...audit },
+    unexpected: { count: unexpectedList.length },
+    restore: restoreSummary,
+    findings,
+    persisted: false,
+  };
+  report.persisted = await persist(ctx, report, held?.record);
+  return report;
+}
+
+type Held = Awaited<ReturnType<typeof heldRestore>>;
+
+/** No installation record, or a held restore without its record: findings before anything is read. */
+function preconditionFindings(hasInstallation: boolean, held: Held): ReconcileFinding[] {
+  const findings: ReconcileFinding[] = [];
+  if (!hasInstallation) {
     findings.push({
       kind: 'restore',
       problem: 'missing',
@@ -113,28 +179,31 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
       detail: 'the held restore has no record',
     });
   }
+  return findings;
+}
 
-  // The listing (for unexpected objects) waits on the content store, not on the CPU: it runs meanwhile.
-  const listing = listImmutable(ctx);
-  listing.catch(() => {});
+interface TableScan {
+  refs: Map<string, ObjectRef>;
+  /** A key named with two digests. */
+  conflicts: ReconcileFinding[];
+  artifacts: Set<string>;
+  itemCount: number;
+}
 
-  // One pass over the base table: references, artifacts, item count.
-  const refs = new Map<string, ObjectRef>();
-  const conflicts: ReconcileFinding[] = [];
-  const artifacts = new Set<string>();
-  let itemCount = 0;
-  const scanBar = progress('scan');
+/** One pass over the base table: references, artifacts, item count. */
+async function scanBaseTable(ctx: ServiceContext, bar: Progress): Promise<TableScan> {
+  const out: TableScan = { refs: new Map(), conflicts: [], artifacts: new Set(), itemCount: 0 };
   let cursor: string | undefined;
   do {
     const page = await ctx.items.scan(cursor ? { cursor } : {});
     for (const item of page.items) {
-      itemCount++;
-      if (item.PK.startsWith('ART#')) artifacts.add(item.PK.slice('ART#'.length));
+      out.itemCount++;
+      if (item.PK.startsWith('ART#')) out.artifacts.add(item.PK.slice('ART#'.length));
       for (const r of refsOfItem(item)) {
-        const seen = refs.get(r.key);
-        if (!seen) refs.set(r.key, r);
+        const seen = out.refs.get(r.key);
+        if (!seen) out.refs.set(r.key, r);
         else if (seen.digest !== r.digest) {
-          conflicts.push({
+          out.conflicts.push({
             kind: 'object',
             problem: 'conflict',
             key: r.key,
@@ -145,59 +214,87 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
         }
       }
     }
-    scanBar.tick?.(page.items.length);
+    bar.tick?.(page.items.length);
     cursor = page.cursor;
   } while (cursor);
-  findings.push(...conflicts);
+  return out;
+}
 
-  // A restore that did not complete: what exactly is missing, from the backup.
-  let restoreSummary: ReconcileReport['restore'] = null;
+/** A restore that did not complete: what exactly is missing, from the backup; the objects only it names. */
+async function checkHeldRestore(
+  ctx: ServiceContext,
+  r: RestoreRecord | undefined,
+  refs: Map<string, ObjectRef>,
+  findings: ReconcileFinding[],
+): Promise<{ restoreSummary: ReconcileReport['restore']; extraRefs: ObjectRef[] }> {
   const extraRefs: ObjectRef[] = [];
-  if (held?.record) {
-    const r = held.record;
-    restoreSummary = { status: r.status, items_expected: r.items_expected, items_missing: null, backup_readable: false };
-    if (r.status !== 'RESTORED') {
-      findings.push({
-        kind: 'restore',
-        problem: 'incomplete',
-        row: `${restorePk(r.restore_id)} RESTORE`,
-        detail: `restore ${r.restore_id} is ${r.status}: it was interrupted; run the restore again to complete it`,
+  if (!r) return { restoreSummary: null, extraRefs };
+  const restoreSummary = {
+    status: r.status,
+    items_expected: r.items_expected,
+    items_missing: null as number | null,
+    backup_readable: false,
+  };
+  if (r.status === 'RESTORED') return { restoreSummary, extraRefs };
+  findings.push({
+    kind: 'restore',
+    problem: 'incomplete',
+    row: `${restorePk(r.restore_id)} RESTORE`,
+    detail: `restore ${r.restore_id} is ${r.status}: it was interrupted; run the restore again to complete it`,
+  });
+  let backup: VerifiedBackup | undefined;
+  try {
+    backup = await openBackup(r.backup_location, { expectedManifestDigest: r.manifest_digest });
+    restoreSummary.backup_readable = true;
+  } catch (e) {
+    findings.push({ kind: 'restore', problem: 'unreadable', detail: `backup ${r.backup_location}: ${clip((e as Error).message)}` });
+  }
+  if (!backup) return { restoreSummary, extraRefs };
+  const missing = await missingItems(ctx, backup);
+  restoreSummary.items_missing = missing.length;
+  for (const k of missing)
+    findings.push({ kind: 'item', problem: 'missing', row: `${k.PK} ${k.SK}`, detail: 'in the backup, not restored' });
+  for await (const o of backup.objects()) {
+    if (!refs.has(o.key)) {
+      extraRefs.push({
+        key: o.key,
+        digest: o.digest,
+        ...(o.size !== undefined ? { size: o.size } : {}),
+        ...(o.retained ? { retained: true as const } : {}),
+        source: 'backup manifest',
       });
-      let backup: VerifiedBackup | undefined;
-      try {
-        backup = await openBackup(r.backup_location, { expectedManifestDigest: r.manifest_digest });
-        restoreSummary.backup_readable = true;
-      } catch (e) {
-        findings.push({ kind: 'restore', problem: 'unreadable', detail: `backup ${r.backup_location}: ${clip((e as Error).message)}` });
-      }
-      if (backup) {
-        const missing = await missingItems(ctx, backup);
-        restoreSummary.items_missing = missing.length;
-        for (const k of missing)
-          findings.push({ kind: 'item', problem: 'missing', row: `${k.PK} ${k.SK}`, detail: 'in the backup, not restored' });
-        for await (const o of backup.objects()) {
-          if (!refs.has(o.key)) {
-            extraRefs.push({
-              key: o.key,
-              digest: o.digest,
-              ...(o.size !== undefined ? { size: o.size } : {}),
-              ...(o.retained ? { retained: true as const } : {}),
-              source: 'backup manifest',
-            });
-          }
-        }
-      }
     }
   }
+  return { restoreSummary, extraRefs };
+}
 
-  // Objects: re-hash everything named. Immutable objects and the judgement of derived documents
-  // decide the status; quarantined objects are reported, never deciding it.
-  const all = [...refs.values(), ...extraRefs];
+interface ObjectsAndChains {
+  immutable: ObjectRef[];
+  derived: ObjectRef[];
+  verified: VerifyReport;
+  derivedReport: VerifyReport;
+  /** Sorted by artifact id. */
+  chains: ChainReport[];
+}
+
+/**
+ * Objects: re-hash everything named. Immutable objects and the judgement of derived documents decide
+ * the status; quarantined objects are reported, never deciding it. A stale derived document is
+ * re-derived unless a restore is held.
+ */
+async function verifyObjectsAndChains(
+  ctx: ServiceContext,
+  all: ObjectRef[],
+  artifacts: Set<string>,
+  opts: ReconcileOptions,
+  restoreHeld: boolean,
+  findings: ReconcileFinding[],
+): Promise<ObjectsAndChains> {
   const immutable = all.filter((r) => isImmutableKey(r.key) && !r.retained);
   const derived = all.filter((r) => !isImmutableKey(r.key) || r.retained);
   const concurrency = Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY);
   // Objects and audit chains are verified side by side: the chains' reads fill the objects' I/O waits.
-  const objBar = progress('objects', immutable.length);
+  const objBar = (opts.progress ?? noProgress)('objects', immutable.length);
   const chains: ChainReport[] = [];
   const [verified, derivedReport] = await Promise.all([
     verifyInBatches(ctx, immutable, concurrency, objBar),
@@ -213,7 +310,7 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
     findings.push({ kind: retained ? 'derived' : 'object', ...f, detail: clip(f.detail) });
   }
   for (const d of derivedReport.stale) {
-    const repaired = held ? false : await repairDerived(ctx, d.key);
+    const repaired = restoreHeld ? false : await repairDerived(ctx, d.key);
     findings.push({
       kind: 'derived',
       problem: 'stale',
@@ -224,62 +321,31 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
     });
   }
   chains.sort((a, b) => (a.artifact_id < b.artifact_id ? -1 : 1));
+  return { immutable, derived, verified, derivedReport, chains };
+}
+
+/** The chains' findings, then tail truncation: the chains' lengths against the append counter. */
+async function auditFindings(
+  ctx: ServiceContext,
+  chains: ChainReport[],
+  findings: ReconcileFinding[],
+): Promise<{ entries: number; broken: number; findings: number }> {
   let entries = 0;
   let broken = 0;
-  let auditFindings = 0;
+  let count = 0;
   for (const report of chains) {
     entries += report.entries;
     if (!report.ok) broken++;
-    auditFindings += report.findings.length;
+    count += report.findings.length;
     for (const f of report.findings) findings.push({ kind: 'audit', problem: 'broken', row: f.row, detail: clip(f.problem) });
   }
-
-  // Tail truncation: the chains' lengths against the installation-wide append counter.
   const counter = await checkAuditCounter(ctx);
   if (!counter.ok) {
     broken++;
-    auditFindings++;
+    count++;
     findings.push({ kind: 'audit', problem: 'truncated', row: `${stateKey.PK} ${stateKey.SK}`, detail: clip(counter.detail) });
   }
-
-  // Unexpected objects (report only).
-  progress('listing');
-  const named = new Set(all.map((r) => r.key));
-  const unexpectedList = (await listing).filter((o) => !named.has(o.key));
-  const unexpected = unexpectedList.length;
-  for (const o of unexpectedList)
-    findings.push({ kind: 'unexpected', problem: 'unexpected', key: o.key, detail: `${o.size} bytes that no item names` });
-
-  const failing = findings.filter((f) => f.kind !== 'derived' && f.kind !== 'unexpected');
-  const status: ReconcileStatus = failing.length === 0 && installation ? 'VERIFIED' : 'FAILED';
-  const count = (p: string) => verified.findings.filter((f) => f.problem === p).length;
-  const report: ReconcileReport = {
-    reconcile_id: reconcileId,
-    status,
-    installation_id: installation?.installation_id ?? null,
-    restore_id: held?.restoreId ?? null,
-    started_at: startedAt,
-    finished_at: ctx.clock.now().toISOString(),
-    by: opts.actor,
-    items: itemCount,
-    objects: {
-      referenced: immutable.length,
-      verified: verified.ok,
-      bytes: verified.bytes,
-      missing: count('missing'),
-      corrupt: count('corrupt'),
-      errors: count('error'),
-      conflicts: conflicts.length,
-    },
-    derived: { checked: derived.length, mismatched: derivedReport.findings.length + derivedReport.stale.length },
-    audit: { artifacts: artifacts.size, entries, broken, findings: auditFindings },
-    unexpected: { count: unexpected },
-    restore: restoreSummary,
-    findings,
-    persisted: false,
-  };
-  report.persisted = await persist(ctx, report, held?.record);
-  return report;
+  return { entries, broken, findings: count };
 }
 
 const DEFAULT_CONCURRENCY = 4;
@@ -464,52 +530,7 @@ export async function activateRestore(ctx: ServiceContext, reconcileId: string, 
   };
 }
 
-/**
- * Proof that this store is an activated, VERIFIED restore (what the retention approval points to):
- * no hold is set and the latest activated restore record names a VERIFIED reconciliation. Undefined
- * when the store is not such a restore.
- */
-export interface RestoreProof {
-  installation_id: string;
-  restore_id: string;
-  reconcile_id: string;
-  activated_at: string;
-  activated_by: string;
-  backup_id: string;
-  backup_epoch: number;
-  backup_snapshot_at: string;
-  manifest_digest: string;
-  target_metadata: string;
-  target_content: string;
-}
-
-export async function readRestoreProof(ctx: Pick<ServiceContext, 'items'>): Promise<RestoreProof | undefined> {
-  if (await ctx.items.get(restoreHoldKey, { consistent: true })) return undefined;
-  const installation = await ctx.items.get({ PK: SYS_PK, SK: INSTALLATION_SK }, { consistent: true });
-  if (!installation) return undefined;
-  const activation = await ctx.items.get(activationKey, { consistent: true });
-  if (!activation) return undefined;
-  const restore = await ctx.items.get(restoreKey(activation.restore_id as string), { consistent: true });
-  const rec = await ctx.items.get(
-    { PK: restorePk(activation.restore_id as string), SK: reconcileSk(activation.reconcile_id as string) },
-    { consistent: true },
-  );
-  if (restore?.status !== 'ACTIVATED' || rec?.status !== 'VERIFIED') return undefined;
-  if (restore.installation_id !== installation.installation_id || rec.installation_id !== installation.installation_id) return undefined;
-  return {
-    installation_id: installation.installation_id as string,
-    restore_id: restore.restore_id as string,
-    reconcile_id: rec.reconcile_id as string,
-    activated_at: restore.activated_at as string,
-    activated_by: restore.activated_by as string,
-    backup_id: restore.backup_id as string,
-    backup_epoch: restore.backup_epoch as number,
-    backup_snapshot_at: restore.backup_snapshot_at as string,
-    manifest_digest: restore.manifest_digest as string,
-    target_metadata: restore.target_metadata as string,
-    target_content: restore.target_content as string,
-  };
-}
+export { type RestoreProof, readRestoreProof } from '../system/restore-proof.ts';
 
 function clip(s: string): string {
   return s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL)}…` : s;

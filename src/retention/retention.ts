@@ -15,10 +15,10 @@ import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, IntegrityError, InvalidInput, NotFound, RestoreHeld } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { OBSERVATION_SK_PREFIX, retentionPk, retentionRunSk } from '../core/keys.ts';
-import { createContext, type ServiceContext } from '../lifecycle/context.ts';
-import { readInstallation } from '../lifecycle/installation.ts';
-import { assertEpochAndNoHold, isRestoreHeld } from '../recovery/system.ts';
 import { cond, type ItemStore, queryAll, type TransactOp } from '../store/item-store.ts';
+import { createContext, type ServiceContext } from '../system/context.ts';
+import { readInstallation } from '../system/installation.ts';
+import { assertEpochAndNoHold, isRestoreHeld } from '../system/state.ts';
 import {
   contentRootId,
   DEFAULT_MAX_ARTIFACTS,
@@ -127,98 +127,14 @@ export class ArtifactRetention {
     };
 
     // 1. Bring observations up to date with what the scan found.
-    const ops: TransactOp[] = [];
-    const current = new Map<string, Observation>();
-    for (const o of observed.values()) {
-      const key = observationKey(root, o.key);
-      const present = scan.objects.get(o.key);
-      // An interrupted purge's bytes may be gone: a reference to its digest counts as one to it.
-      const why = scan.referenced.get(o.key) ?? (o.state === 'PREPARED' && !present ? scan.digests.get(o.digest) : undefined);
-      if (o.state === 'PREPARED' || o.state === 'PURGED') {
-        // A new reference to bytes an interrupted or finished purge removed: fail closed, name it.
-        if (why && !present) {
-          throw new IntegrityError(
-            `${o.key} (${o.digest}) is referenced again (${why}) but its purge removed the bytes; restore them before anything else`,
-            {
-              key: o.key,
-              digest: o.digest,
-            },
-          );
-        }
-        if (why && o.state === 'PREPARED') {
-          ops.push({ op: 'delete', key, condition: cond.eq('state', 'PREPARED') });
-          result.reset.push(o.key);
-        } else current.set(o.key, o);
-        continue;
-      }
-      if (!why && !present && o.state === 'QUARANTINED') {
-        // A missing file is accepted only for a previously prepared purge: keep the record, report it.
-        result.skipped.push({ key: o.key, reason: 'missing, but no purge of it was prepared: left for an operator to investigate' });
-        continue;
-      }
-      if (why || !present || (present.digest !== undefined && present.digest !== o.digest)) {
-        // Referenced again, gone, or changed: the observation and its eligibility lapse.
-        ops.push({ op: 'delete', key, condition: cond.eq('state', o.state) });
-        result.reset.push(o.key);
-      } else current.set(o.key, o);
-    }
-    for (const c of scan.candidates) {
-      const prior = current.get(c.key);
-      if (!c.digest || (prior && prior.state !== 'PURGED')) continue;
-      // A first observation, or a digest republished after its purge: a new 7-day grace period.
-      const item: Observation = {
-        ...observationKey(root, c.key),
-        type: 'retention_observation',
-        key: c.key,
-        digest: c.digest,
-        size: c.size,
-        state: 'GRACE',
-        first_observed_at: at,
-      };
-      const pending = ops.findIndex((o) => o.op === 'delete' && o.key.SK === item.SK);
-      if (pending >= 0) ops.splice(pending, 1);
-      ops.push({ op: 'put', item });
-      current.set(c.key, item);
-      result.observed.push(c.key);
-    }
+    const { ops, current } = updateObservations(root, observed, scan, at, result);
     for (let i = 0; i < ops.length; i += BATCH) await m.commit(ops.slice(i, i + BATCH));
 
     // 2. The plan.
-    const eligible: Observation[] = [];
-    for (const o of current.values()) {
-      if (scan.referenced.has(o.key)) continue;
-      if (action === 'QUARANTINE' && o.state === 'GRACE' && now.getTime() - Date.parse(o.first_observed_at) >= GRACE_MS) eligible.push(o);
-      if (action === 'PURGE' && o.state === 'PREPARED') eligible.push(o);
-      if (action === 'PURGE' && o.state === 'QUARANTINED' && now.getTime() - Date.parse(o.quarantined_at as string) >= QUARANTINE_MS)
-        eligible.push(o);
-    }
-    eligible.sort(
-      (a, b) =>
-        (a.state === 'PREPARED' ? -1 : 0) - (b.state === 'PREPARED' ? -1 : 0) ||
-        a.first_observed_at.localeCompare(b.first_observed_at) ||
-        (a.key < b.key ? -1 : 1),
-    );
-    const chosen = eligible.slice(0, max);
+    const chosen = eligibleCandidates(current, scan, action, now).slice(0, max);
     if (chosen.length === 0)
       return { ...result, status: 'NOTHING_TO_DO', reason: 'no candidate has completed its grace or quarantine period' };
-    const candidates: PlanCandidate[] = chosen.map((o) => ({
-      key: o.key,
-      digest: o.digest,
-      size: o.size,
-      state: o.state,
-      first_observed_at: o.first_observed_at,
-      ...(o.quarantined_at ? { quarantined_at: o.quarantined_at } : {}),
-    }));
-    const plan: RetentionPlan = {
-      action,
-      installation_id: installation.installation_id,
-      content_root: ctx.content.location,
-      epoch,
-      candidates,
-      pins,
-      total_bytes: candidates.reduce((n, c) => n + c.size, 0),
-      created_at: at,
-    };
+    const plan = planOf(action, installation.installation_id, ctx.content.location, epoch, chosen, pins, at);
     const digest = retentionMaterialDigest(plan);
     Object.assign(result, { plan, plan_digest: digest });
 
@@ -233,21 +149,7 @@ export class ArtifactRetention {
 
     // 4. Act.
     if (action === 'QUARANTINE') {
-      const q: TransactOp[] = chosen.map((o) => ({
-        op: 'update',
-        key: observationKey(root, o.key),
-        update: {
-          set: {
-            state: 'QUARANTINED',
-            quarantined_at: at,
-            plan_digest: digest,
-            approved_by: approved.principal,
-            evidence_ref: approved.evidence_ref,
-          },
-        },
-        condition: cond.and(cond.eq('state', 'GRACE'), cond.eq('digest', o.digest)),
-      }));
-      for (let i = 0; i < q.length; i += BATCH) await m.commit(q.slice(i, i + BATCH));
+      await quarantine(m, root, chosen, { at, digest, approved });
       result.quarantined = chosen.map((o) => o.key);
     } else {
       for (const o of chosen) await this.purgeOne(m, root, o, digest, approved, pins, result);
@@ -355,4 +257,159 @@ export class ArtifactRetention {
       },
     ]);
   }
+}
+
+/**
+ * Brings the observations up to date with what the scan found: lapses the ones referenced again,
+ * gone or changed, starts grace for new candidates. Returns the writes and the observations in force.
+ * An interrupted or finished purge whose digest is referenced again fails closed (IntegrityError).
+ */
+function updateObservations(
+  root: string,
+  observed: Map<string, Observation>,
+  scan: ReferenceScan,
+  at: string,
+  result: RetentionResult,
+): { ops: TransactOp[]; current: Map<string, Observation> } {
+  const ops: TransactOp[] = [];
+  const current = new Map<string, Observation>();
+  for (const o of observed.values()) {
+    const key = observationKey(root, o.key);
+    const present = scan.objects.get(o.key);
+    // An interrupted purge's bytes may be gone: a reference to its digest counts as one to it.
+    const why = scan.referenced.get(o.key) ?? (o.state === 'PREPARED' && !present ? scan.digests.get(o.digest) : undefined);
+    if (o.state === 'PREPARED' || o.state === 'PURGED') {
+      // A new reference to bytes an interrupted or finished purge removed: fail closed, name it.
+      if (why && !present) {
+        throw new IntegrityError(
+          `${o.key} (${o.digest}) is referenced again (${why}) but its purge removed the bytes; restore them before anything else`,
+          {
+            key: o.key,
+            digest: o.digest,
+          },
+        );
+      }
+      if (why && o.state === 'PREPARED') {
+        ops.push({ op: 'delete', key, condition: cond.eq('state', 'PREPARED') });
+        result.reset.push(o.key);
+      } else current.set(o.key, o);
+      continue;
+    }
+    if (!why && !present && o.state === 'QUARANTINED') {
+      // A missing file is accepted only for a previously prepared purge: keep the record, report it.
+      result.skipped.push({ key: o.key, reason: 'missing, but no purge of it was prepared: left for an operator to investigate' });
+      continue;
+    }
+    if (why || !present || (present.digest !== undefined && present.digest !== o.digest)) {
+      // Referenced again, gone, or changed: the observation and its eligibility lapse.
+      ops.push({ op: 'delete', key, condition: cond.eq('state', o.state) });
+      result.reset.push(o.key);
+    } else current.set(o.key, o);
+  }
+  startGrace(root, scan, at, ops, current, result);
+  return { ops, current };
+}
+
+/** A first observation, or a digest republished after its purge: a new 7-day grace period. */
+function startGrace(
+  root: string,
+  scan: ReferenceScan,
+  at: string,
+  ops: TransactOp[],
+  current: Map<string, Observation>,
+  result: RetentionResult,
+) {
+  for (const c of scan.candidates) {
+    const prior = current.get(c.key);
+    if (!c.digest || (prior && prior.state !== 'PURGED')) continue;
+    const item: Observation = {
+      ...observationKey(root, c.key),
+      type: 'retention_observation',
+      key: c.key,
+      digest: c.digest,
+      size: c.size,
+      state: 'GRACE',
+      first_observed_at: at,
+    };
+    const pending = ops.findIndex((o) => o.op === 'delete' && o.key.SK === item.SK);
+    if (pending >= 0) ops.splice(pending, 1);
+    ops.push({ op: 'put', item });
+    current.set(c.key, item);
+    result.observed.push(c.key);
+  }
+}
+
+/**
+ * The observations an action may take now, in plan order: interrupted purges first, then the oldest
+ * observation; unreferenced, past grace (QUARANTINE) or past quarantine (PURGE).
+ */
+function eligibleCandidates(current: Map<string, Observation>, scan: ReferenceScan, action: RetentionAction, now: Date): Observation[] {
+  const eligible: Observation[] = [];
+  for (const o of current.values()) {
+    if (scan.referenced.has(o.key)) continue;
+    if (action === 'QUARANTINE' && o.state === 'GRACE' && now.getTime() - Date.parse(o.first_observed_at) >= GRACE_MS) eligible.push(o);
+    if (action === 'PURGE' && o.state === 'PREPARED') eligible.push(o);
+    if (action === 'PURGE' && o.state === 'QUARANTINED' && now.getTime() - Date.parse(o.quarantined_at as string) >= QUARANTINE_MS)
+      eligible.push(o);
+  }
+  eligible.sort(
+    (a, b) =>
+      (a.state === 'PREPARED' ? -1 : 0) - (b.state === 'PREPARED' ? -1 : 0) ||
+      a.first_observed_at.localeCompare(b.first_observed_at) ||
+      (a.key < b.key ? -1 : 1),
+  );
+  return eligible;
+}
+
+function planOf(
+  action: RetentionAction,
+  installationId: string,
+  contentRoot: string,
+  epoch: number,
+  chosen: Observation[],
+  pins: string[],
+  at: string,
+): RetentionPlan {
+  const candidates: PlanCandidate[] = chosen.map((o) => ({
+    key: o.key,
+    digest: o.digest,
+    size: o.size,
+    state: o.state,
+    first_observed_at: o.first_observed_at,
+    ...(o.quarantined_at ? { quarantined_at: o.quarantined_at } : {}),
+  }));
+  return {
+    action,
+    installation_id: installationId,
+    content_root: contentRoot,
+    epoch,
+    candidates,
+    pins,
+    total_bytes: candidates.reduce((n, c) => n + c.size, 0),
+    created_at: at,
+  };
+}
+
+/** GRACE → QUARANTINED for every chosen observation, under the approval, in batches. */
+async function quarantine(
+  m: MaintenanceCommitter,
+  root: string,
+  chosen: Observation[],
+  { at, digest, approved }: { at: string; digest: string; approved: RetentionApproval },
+): Promise<void> {
+  const q: TransactOp[] = chosen.map((o) => ({
+    op: 'update',
+    key: observationKey(root, o.key),
+    update: {
+      set: {
+        state: 'QUARANTINED',
+        quarantined_at: at,
+        plan_digest: digest,
+        approved_by: approved.principal,
+        evidence_ref: approved.evidence_ref,
+      },
+    },
+    condition: cond.and(cond.eq('state', 'GRACE'), cond.eq('digest', o.digest)),
+  }));
+  for (let i = 0; i < q.length; i += BATCH) await m.commit(q.slice(i, i + BATCH));
 }

@@ -1,18 +1,19 @@
 /**
  * The startup sequence `alp init`, `alp serve` and `alp start` share, in its one order: prepare the
- * metadata store, make an embedded installation private again, create or open the installation,
- * open the telemetry outbox, record the audit counter baseline, remove interrupted uploads, settle
- * interrupted backups, repair derived provenance documents. Also the bootstrap tokens a new
- * installation starts with. Entry points call this and render the result; they decide nothing here.
+ * metadata store, check its schema version, make an embedded installation private again, create or
+ * open the installation, open the telemetry outbox, record the audit counter baseline, remove
+ * interrupted uploads, settle interrupted backups, repair derived provenance documents. Also the
+ * bootstrap tokens a new installation starts with. Entry points call this and render the result.
  */
 import { establishAuditBaseline } from '../audit/counter.ts';
 import { describeContent, describeMetadata, type StorageConfig } from '../core/config.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import { initInstallation, markBootstrapShown } from '../lifecycle/installation.ts';
 import { createToken, localOperator } from '../lifecycle/principals.ts';
 import { repairProvenanceDocuments } from '../lifecycle/provenance.ts';
 import { settleInterruptedBackups } from '../recovery/backup.ts';
 import type { Tightened } from '../store/sqlite/file-modes.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { initInstallation, markBootstrapShown } from '../system/installation.ts';
+import { checkSchema } from '../system/schema.ts';
 import { telemetryLimitsFromEnv } from '../telemetry/limits.ts';
 import { TelemetryQueue } from '../telemetry/queue.ts';
 import { tightenEmbeddedModes } from './open.ts';
@@ -24,15 +25,15 @@ export interface StartupOptions {
   onTightened?: (t: Tightened) => void;
 }
 
-/** Prepares the metadata store when its engine needs it (DynamoDB: the table); `alp restore` too. */
+/** Makes the metadata store usable (ItemStore.prepare; DynamoDB creates the table); `alp restore` too. */
 export async function prepareItems(ctx: ServiceContext): Promise<void> {
-  const prepare = (ctx.items as { ensureTable?: () => Promise<void> }).ensureTable;
-  if (prepare) await prepare.call(ctx.items);
+  await ctx.items.prepare();
 }
 
 /** Runs the startup sequence on an opened installation; returns what an entry point reports. */
 export async function startInstallation(ctx: ServiceContext, config: StorageConfig, opts: StartupOptions = {}) {
   await prepareItems(ctx);
+  await checkSchema(ctx.items); // now readable: refuse a newer layout, migrate an older one
   for (const t of tightenEmbeddedModes(config)) opts.onTightened?.(t);
   const { installation, created, bootstrapPending } = await initInstallation(
     ctx,

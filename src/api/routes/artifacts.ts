@@ -37,6 +37,11 @@ import { serveRepresentation, uploadInput, withUpload } from '../transfer.ts';
 const tags = ['artifacts'];
 
 export function artifactRoutes(api: Api): AnyRouteDef[] {
+  return [...artifactLevelRoutes(api), ...versionRoutes(api), ...auditViewRoutes(api)];
+}
+
+/** Listing, creating and showing artifacts. */
+function artifactLevelRoutes(api: Api): AnyRouteDef[] {
   const { ctx } = api;
   return [
     defineRoute({
@@ -95,6 +100,13 @@ export function artifactRoutes(api: Api): AnyRouteDef[] {
         return { artifact_id: req.params.id, versions: versions.map(versionView) };
       },
     }),
+  ];
+}
+
+/** Versions: the next one (upload), one version, its verified content */
+function versionRoutes(api: Api): AnyRouteDef[] {
+  const { ctx } = api;
+  return [
     defineRoute({
       id: 'addVersion',
       summary: 'Store the next version of an artifact from the raw body (DRAFT)',
@@ -146,6 +158,13 @@ export function artifactRoutes(api: Api): AnyRouteDef[] {
         },
       }),
     ),
+  ];
+}
+
+/** An artifact's audit history and its verification. */
+function auditViewRoutes(api: Api): AnyRouteDef[] {
+  const { ctx } = api;
+  return [
     defineRoute({
       id: 'history',
       summary: 'The merged, ordered audit history of an artifact',

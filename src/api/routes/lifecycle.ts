@@ -44,6 +44,11 @@ import {
 import { serveRepresentation, uploadInput, withUpload } from '../transfer.ts';
 
 export function lifecycleRoutes(api: Api): AnyRouteDef[] {
+  return [...reviewRoutes(api), ...executionRoutes(api), ...compensationProvenanceArchiveRoutes(api)];
+}
+
+/** Transitions and the approval decisions. */
+function reviewRoutes(api: Api): AnyRouteDef[] {
   const { ctx } = api;
   return [
     defineRoute({
@@ -89,6 +94,13 @@ export function lifecycleRoutes(api: Api): AnyRouteDef[] {
       schema: { params: IdParams, response: { 200: ApprovalList } },
       handler: async (req) => ({ artifact_id: req.params.id, approvals: await approvalsOf(ctx, req.params.id) }),
     }),
+  ];
+}
+
+/** Executions: start, list, show, their outputs (upload, download), finish */
+function executionRoutes(api: Api): AnyRouteDef[] {
+  const { ctx } = api;
+  return [
     defineRoute({
       id: 'startExecution',
       summary: 'Start an execution: APPROVED → EXECUTING after re-checking the approvals',
@@ -166,6 +178,13 @@ export function lifecycleRoutes(api: Api): AnyRouteDef[] {
           await finishExecution(ctx, principalOf(req), req.params.run, { status: req.body.status, exitCode: req.body.exit_code }),
         ),
     }),
+  ];
+}
+
+/** Compensation, provenance steps, archiving. */
+function compensationProvenanceArchiveRoutes(api: Api): AnyRouteDef[] {
+  const { ctx } = api;
+  return [
     defineRoute({
       id: 'compensate',
       summary: 'Create the compensation (rollback) artifact of an EXECUTED or FAILED version from the raw body',

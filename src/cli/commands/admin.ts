@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { ExitCode } from '../../core/errors.ts';
+import { ExitCode, UsageError } from '../../core/errors.ts';
 import { createToken } from '../../lifecycle/principals.ts';
 import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
 import { type StartupStatus, startInstallation } from '../../runtime/startup.ts';
@@ -51,10 +51,7 @@ export function registerAdminCommands(program: Command): void {
     .option('--all', 'verify every artifact')
     .action(async (id: string | undefined, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        if (!id && !o.all) {
-          const { UsageError } = await import('../../core/errors.ts');
-          throw new UsageError('give an artifact id or --all');
-        }
+        if (!id && !o.all) throw new UsageError('give an artifact id or --all');
         const refs = await collectRefs(rt.ctx, o.all ? undefined : id);
         const bar = progressBar('verify', rt.opts.json);
         const report = await verifyObjects(rt.ctx, refs, bar).finally(() => bar.stop());

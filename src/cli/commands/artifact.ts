@@ -10,7 +10,13 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 export function registerArtifactCommands(program: Command): Command {
   const artifact = program.command('artifact').description('create, version, read and list artifacts');
+  addArtifactWriteCommands(artifact);
+  addArtifactReadCommands(artifact);
+  return artifact;
+}
 
+/** alp artifact create | version */
+function addArtifactWriteCommands(artifact: Command): void {
   artifact
     .command('create')
     .description('store a new artifact as version 1 (DRAFT)')
@@ -56,7 +62,10 @@ export function registerArtifactCommands(program: Command): Command {
         output(rt.opts, versionView(v), () => `created ${v.artifact_id} v${v.version} ${v.state} ${v.content_hash} ${v.size} bytes`);
       }),
     );
+}
 
+/** alp artifact show | list | get */
+function addArtifactReadCommands(artifact: Command): void {
   artifact
     .command('show <id>')
     .description('an artifact and its versions')
@@ -116,6 +125,4 @@ export function registerArtifactCommands(program: Command): Command {
         }
       }),
     );
-
-  return artifact;
 }

@@ -44,6 +44,14 @@ function stepWho(s: Record<string, unknown>): string {
 }
 
 export function registerAuditCommands(program: Command): void {
+  registerHistoryCommands(program);
+  registerAuditChainCommands(program);
+  registerProvenanceCommands(program);
+  registerQueryCommands(program);
+}
+
+/** alp history [id] | show | compact */
+function registerHistoryCommands(program: Command): void {
   // `alp history ID` (kept) and `alp history show ID` print a history; `alp history compact` packs it.
   const historyCmd = program
     .command('history [id]')
@@ -54,7 +62,10 @@ export function registerAuditCommands(program: Command): void {
     .description('the merged, ordered audit history of an artifact')
     .action(async (id: string, _o, cmd: Command) => showHistory(id, cmd));
   registerHistoryCompact(historyCmd);
+}
 
+/** alp audit verify | checkpoint */
+function registerAuditChainCommands(program: Command): void {
   const audit = program.command('audit').description('the tamper-evident audit chain');
   audit
     .command('verify [id]')
@@ -103,7 +114,10 @@ export function registerAuditCommands(program: Command): void {
         );
       }),
     );
+}
 
+/** alp provenance add | show */
+function registerProvenanceCommands(program: Command): void {
   const prov = program.command('provenance').description('provenance steps of an artifact');
   prov
     .command('add <id>')
@@ -146,7 +160,10 @@ export function registerAuditCommands(program: Command): void {
         );
       }),
     );
+}
 
+/** alp query: the GSI1 access patterns, paginated */
+function registerQueryCommands(program: Command): void {
   const query = program.command('query').description('the GSI1 access patterns of RFC-012 §9.1, paginated');
   const patterns: Array<[IndexQuery, string, string]> = [
     ['transitions', '--date <yyyy-mm-dd>', 'transitions on a day'],

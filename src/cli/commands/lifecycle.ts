@@ -9,6 +9,12 @@ import { versionView } from '../../lifecycle/versions.ts';
 import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
 
 export function registerLifecycleCommands(program: Command, artifact: Command): void {
+  registerReviewCommands(artifact);
+  registerMoveCommands(program, artifact);
+}
+
+/** alp artifact propose | withdraw | approve | reject */
+function registerReviewCommands(artifact: Command): void {
   artifact
     .command('propose <id>')
     .description('DRAFT → PROPOSED (earlier open versions become SUPERSEDED); an APPROVED version whose approvals expired → PROPOSED')
@@ -67,7 +73,10 @@ export function registerLifecycleCommands(program: Command, artifact: Command): 
         }),
       );
   }
+}
 
+/** alp artifact transition, alp archive */
+function registerMoveCommands(program: Command, artifact: Command): void {
   artifact
     .command('transition <id>')
     .description('a manual state change (others happen through approve, exec, compensate, archive)')

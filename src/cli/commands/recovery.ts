@@ -7,48 +7,17 @@ import { parseDigest } from '../../core/digest.ts';
 import { ExitCode, UsageError } from '../../core/errors.ts';
 import type { Principal } from '../../lifecycle/model.ts';
 import { localOperator } from '../../lifecycle/principals.ts';
-import type { Progress } from '../../lifecycle/verify-content.ts';
-import { abandonBackup, createBackup, listBackups, type PhaseProgress, retireBackup } from '../../recovery/backup.ts';
+import { abandonBackup, createBackup, listBackups, retireBackup } from '../../recovery/backup.ts';
 import { readManifest } from '../../recovery/backup-format.ts';
-import { maintenanceStatus } from '../../recovery/maintenance.ts';
 import { activateRestore, type ReconcileReport, reconcile } from '../../recovery/reconcile.ts';
-import { recoverMaintenance } from '../../recovery/recovery-steps.ts';
 import { restoreBackup } from '../../recovery/restore.ts';
-import { advanceEpoch, epochHistory, readEpoch } from '../../recovery/system.ts';
 import { requireHuman } from '../../runtime/human-rules.ts';
 import { prepareItems } from '../../runtime/startup.ts';
-import { progressBar } from '../progress.ts';
+import { maintenanceStatus } from '../../system/fence.ts';
+import { recoverMaintenance } from '../../system/recovery.ts';
+import { advanceEpoch, epochHistory, readEpoch } from '../../system/state.ts';
+import { phaseBars } from '../progress.ts';
 import { actingPrincipal, output, parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
-
-/** One progress bar per phase, on a terminal only; a phase without a known total shows a counter. */
-function phases(json: boolean | undefined): PhaseProgress & { stop(): void } {
-  let current: (Progress & { stop(): void }) | undefined;
-  const fn = ((phase: string, total?: number) => {
-    current?.stop();
-    current = undefined;
-    if (!process.stderr.isTTY || json) return {};
-    if (total === undefined) {
-      let n = 0;
-      const counter = {
-        tick(k: number) {
-          n += k;
-          process.stderr.write(`\r${phase} ${n}`);
-        },
-        stop() {
-          if (n > 0) process.stderr.write('\r\x1b[K');
-        },
-      };
-      current = counter;
-      return counter;
-    }
-    const bar = progressBar(phase, json);
-    bar.total?.(total);
-    current = bar;
-    return bar;
-  }) as PhaseProgress & { stop(): void };
-  fn.stop = () => current?.stop();
-  return fn;
-}
 
 async function human(rt: Runtime, what: string): Promise<Principal> {
   return requireHuman(await actingPrincipal(rt), what);
@@ -77,6 +46,15 @@ function reconcileLines(r: ReconcileReport): string[] {
 
 /** alp epoch / backup / restore / reconcile / maintenance */
 export function registerRecoveryCommands(program: Command): void {
+  registerEpochCommands(program);
+  registerBackupCommands(program);
+  registerRestoreCommand(program);
+  registerReconcileCommand(program);
+  registerMaintenanceCommands(program);
+}
+
+/** alp epoch show | advance */
+function registerEpochCommands(program: Command): void {
   const epoch = program.command('epoch').description('the installation epoch: every epoch-taking operation compares it in its transaction');
   epoch
     .command('show')
@@ -102,7 +80,10 @@ export function registerRecoveryCommands(program: Command): void {
         output(rt.opts, r, () => `epoch ${r.previous} → ${r.epoch}`);
       }),
     );
+}
 
+/** alp backup, alp backups (list, --abandon, --retire) */
+function registerBackupCommands(program: Command): void {
   program
     .command('backup')
     .description('write a consistent, digest-protected backup (metadata + manifest of referenced objects) to a new directory')
@@ -111,7 +92,7 @@ export function registerRecoveryCommands(program: Command): void {
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const who = await actingPrincipal(rt);
-        const bars = phases(rt.opts.json);
+        const bars = phaseBars(rt.opts.json);
         const r = await createBackup(rt.ctx, { out: o.out, withContent: o.withContent === true, actor: who.id, progress: bars }).finally(
           () => bars.stop(),
         );
@@ -161,7 +142,10 @@ export function registerRecoveryCommands(program: Command): void {
         );
       }),
     );
+}
 
+/** alp restore: a backup into new, empty storage, under a restore hold */
+function registerRestoreCommand(program: Command): void {
   program
     .command('restore')
     .description('restore a backup into new, empty storage (--data NEWDIR or --metadata/--content); sets a restore hold')
@@ -175,7 +159,7 @@ export function registerRecoveryCommands(program: Command): void {
           const url = typeof o.fetchContent === 'string' ? o.fetchContent : (await readManifest(path.resolve(o.from))).source.content;
           fetchFrom = await openContentStore(parseContentUrl(url));
         }
-        const bars = phases(rt.opts.json);
+        const bars = phaseBars(rt.opts.json);
         // The target is empty: its token table cannot vouch for anyone yet; the CLI acts as the local operator.
         const r = await restoreBackup(rt.ctx, {
           from: o.from,
@@ -200,7 +184,10 @@ export function registerRecoveryCommands(program: Command): void {
         ]);
       }),
     );
+}
 
+/** alp reconcile [--activate] */
+function registerReconcileCommand(program: Command): void {
   program
     .command('reconcile')
     .description('verify every referenced object (re-hash) and every audit chain; VERIFIED or FAILED, persisted')
@@ -208,7 +195,7 @@ export function registerRecoveryCommands(program: Command): void {
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const who = o.activate ? await human(rt, 'activating a restore') : localOperator();
-        const bars = phases(rt.opts.json);
+        const bars = phaseBars(rt.opts.json);
         const report = await reconcile(rt.ctx, { actor: who.id, progress: bars }).finally(() => bars.stop());
         let activation: Awaited<ReturnType<typeof activateRestore>> | undefined;
         if (o.activate && report.status === 'VERIFIED') activation = await activateRestore(rt.ctx, report.reconcile_id, who);
@@ -225,7 +212,10 @@ export function registerRecoveryCommands(program: Command): void {
         }
       }),
     );
+}
 
+/** alp maintenance status | release */
+function registerMaintenanceCommands(program: Command): void {
   const maintenance = program.command('maintenance').description('the maintenance fence');
   maintenance
     .command('status')

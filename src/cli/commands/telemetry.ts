@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { InternalError, UsageError } from '../../core/errors.ts';
-import { readEpoch } from '../../recovery/system.ts';
+import { readEpoch } from '../../system/state.ts';
 import { drainQueue, exportLine } from '../../telemetry/drain.ts';
 import { resolveLimits, type TelemetryLimits, telemetryLimitsFromEnv } from '../../telemetry/limits.ts';
 import { type ClaimedRecord, type ClaimOptions, TelemetryQueue } from '../../telemetry/queue.ts';
@@ -55,7 +55,12 @@ function stats(s: Awaited<ReturnType<TelemetryQueue['status']>>): string[] {
 /** alp telemetry init | stats | enqueue | claim | ack | drain */
 export function registerTelemetryCommands(program: Command): void {
   const telemetry = program.command('telemetry').description('the durable, bounded telemetry outbox fed by every audit write');
+  addOutboxCommands(telemetry);
+  addDeliveryCommands(telemetry);
+}
 
+/** alp telemetry init | stats | enqueue */
+function addOutboxCommands(telemetry: Command): void {
   telemetry
     .command('init')
     .description('initialise the outbox with its limits (first time only), or check that the given limits are the persisted ones')
@@ -104,7 +109,10 @@ export function registerTelemetryCommands(program: Command): void {
         output(rt.opts, result, () => `${result.id} ${result.status}`);
       }),
     );
+}
 
+/** alp telemetry claim | ack | drain: delivery by a storage worker or a loopback exporter */
+function addDeliveryCommands(telemetry: Command): void {
   telemetry
     .command('claim')
     .description('lease the oldest available records (each with its own lease token)')
