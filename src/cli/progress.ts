@@ -6,7 +6,7 @@
 import cliProgress from 'cli-progress';
 import type { Progress } from '../lifecycle/verify-content.ts';
 
-export type StoppableProgress = Progress & { stop(): void };
+type StoppableProgress = Progress & { stop(): void };
 
 /** A progress bar on a terminal (stderr), nothing otherwise. */
 export function progressBar(label: string, json: boolean | undefined): StoppableProgress {

@@ -45,7 +45,7 @@ export function decodeListCursor(cursor: string, prefix: string): string {
 }
 
 /** Objects per listPage: default and maximum. */
-export const MAX_LIST_LIMIT = 1000;
+const MAX_LIST_LIMIT = 1000;
 
 /** The page size of a listPage call: `limit` rounded down into 1..MAX_LIST_LIMIT. */
 export function listLimit(limit: number | undefined): number {

@@ -2,7 +2,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { type Digest, DigestAccumulator } from '../core/digest.ts';
 import { IntegrityError } from '../core/errors.ts';
 
-export interface VerifyOptions {
+interface VerifyOptions {
   key: string;
   expectedDigest: Digest;
   expectedSize?: number | undefined;

@@ -206,10 +206,6 @@ export class InternalError extends AlpError {
   }
 }
 
-export function isAlpError(e: unknown): e is AlpError {
-  return e instanceof AlpError;
-}
-
 const STORAGE_FAILURES: Record<string, string> = {
   ENOSPC: 'no space left on device',
   EIO: 'input/output error',

@@ -19,8 +19,8 @@ import {
   type UpdateSpec,
 } from './item-store.ts';
 
-export const KEY_ATTRS = ['PK', 'SK'] as const;
-export const INDEX_ATTRS = ['GSI1PK', 'GSI1SK'] as const;
+const KEY_ATTRS = ['PK', 'SK'] as const;
+const INDEX_ATTRS = ['GSI1PK', 'GSI1SK'] as const;
 
 export function evaluateCondition(c: Condition, item: Item | undefined): boolean {
   switch (c.kind) {
@@ -100,7 +100,7 @@ export function validateItem(item: Item): number {
   return bytes;
 }
 
-export function itemBytes(item: Item): number {
+function itemBytes(item: Item): number {
   return Buffer.byteLength(JSON.stringify(item), 'utf8');
 }
 
@@ -116,7 +116,7 @@ function validateUpdate(update: UpdateSpec): void {
   }
 }
 
-export function opKey(op: TransactOp): ItemKey {
+function opKey(op: TransactOp): ItemKey {
   return op.op === 'put' ? { PK: op.item.PK, SK: op.item.SK } : op.key;
 }
 
@@ -151,19 +151,8 @@ export function validateSk(sk: SkCondition | undefined): void {
   if ('between' in sk && compare(sk.between[0], sk.between[1]) > 0) throw new InvalidInput('between needs low <= high');
 }
 
-export function matchesSk(value: string, sk: SkCondition | undefined): boolean {
-  if (!sk) return true;
-  if ('beginsWith' in sk) return value.startsWith(sk.beginsWith);
-  if ('eq' in sk) return value === sk.eq;
-  if ('lt' in sk) return compare(value, sk.lt) < 0;
-  if ('le' in sk) return compare(value, sk.le) <= 0;
-  if ('gt' in sk) return compare(value, sk.gt) > 0;
-  if ('ge' in sk) return compare(value, sk.ge) >= 0;
-  return compare(value, sk.between[0]) >= 0 && compare(value, sk.between[1]) <= 0;
-}
-
 /** Cursors are opaque to callers: base64url JSON of the query's partition and the last key returned. */
-export interface CursorState {
+interface CursorState {
   pk: string;
   index: string;
   last: Record<string, string>;

@@ -5,7 +5,7 @@
  */
 import { AlpError, Conflict, InternalError, NotFound, storageFailureOf, Throttled } from '../../core/errors.ts';
 
-export interface S3Error extends Error {
+interface S3Error extends Error {
   Code?: string;
   code?: string;
   $metadata?: { httpStatusCode?: number };

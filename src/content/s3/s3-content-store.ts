@@ -73,11 +73,11 @@ import { VerifyingStream } from '../verify-stream.ts';
 import { isConditionFailure, isMissing, isUnsupported, mapS3Error } from './errors.ts';
 import { BucketLifecycleRules, LifecycleNotSupported } from './lifecycle-rules.ts';
 
-export const PART_SIZE = 8 * 1024 * 1024;
-export const QUEUE_SIZE = 2;
+const PART_SIZE = 8 * 1024 * 1024;
+const QUEUE_SIZE = 2;
 const MAX_DELETE_KEYS = 1000;
 /** Multipart uploads older than this are considered abandoned by cleanupInterrupted. */
-export const ABANDONED_UPLOAD_MS = 60 * 60 * 1000;
+const ABANDONED_UPLOAD_MS = 60 * 60 * 1000;
 const STORAGE_CLASSES: readonly StorageClass[] = ['STANDARD', 'STANDARD_IA', 'GLACIER'];
 
 export interface S3Options {

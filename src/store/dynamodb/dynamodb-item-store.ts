@@ -84,7 +84,7 @@ const BATCH_CONCURRENCY = 4;
 /** DynamoDB accepts ClientRequestToken of 1 to 36 characters. */
 const MAX_TOKEN_LENGTH = 36;
 
-export type DynamoOperation =
+type DynamoOperation =
   | 'GetItem'
   | 'PutItem'
   | 'UpdateItem'

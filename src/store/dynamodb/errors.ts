@@ -24,7 +24,7 @@ export interface CallContext {
 }
 
 /** Which request failed, for messages and details. */
-export interface Attempted {
+interface Attempted {
   operation: string;
   table: string;
   attempts: number;

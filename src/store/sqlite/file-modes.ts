@@ -9,8 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-export const PRIVATE_DIR_MODE = 0o750;
-export const PRIVATE_FILE_MODE = 0o640;
+const PRIVATE_DIR_MODE = 0o750;
+const PRIVATE_FILE_MODE = 0o640;
 
 /** Creates `dir` (and missing parents) private; directories that already existed are left alone. */
 export function ensurePrivateDir(dir: string): void {
@@ -41,7 +41,7 @@ export interface Tightened {
 }
 
 /** Removes the mode bits beyond `max` (never adds any); returns what changed, if anything. */
-export function tighten(p: string, max: number): Tightened | undefined {
+function tighten(p: string, max: number): Tightened | undefined {
   let mode: number;
   try {
     mode = fs.statSync(p).mode & 0o7777;
