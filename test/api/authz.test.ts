@@ -12,9 +12,9 @@ import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { finishExecution, startExecution, uploadOutput } from '../../src/lifecycle/executions.ts';
 import type { PrincipalKind } from '../../src/lifecycle/model.ts';
 import { propose } from '../../src/lifecycle/transitions.ts';
+import { type CallOptions, type Harness, startApi } from '../helpers/api-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, alice } from '../helpers/walk.ts';
-import { type CallOptions, type Harness, startApi } from './harness.ts';
 
 type Caller = 'none' | 'unknown' | PrincipalKind;
 const CALLERS: Caller[] = ['none', 'unknown', 'human', 'agent', 'service'];

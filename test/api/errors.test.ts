@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Access, ROUTES } from '../../src/api/access.ts';
 import { openapiPath } from '../../src/api/openapi.ts';
-import { type ApiResponse, type Harness, startApi } from './harness.ts';
+import { type ApiResponse, type Harness, startApi } from '../helpers/api-harness.ts';
 
 describe('HTTP API: errors, documents and operations', () => {
   let h: Harness;

@@ -15,10 +15,10 @@ import { decide } from '../../src/lifecycle/approvals.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { startExecution } from '../../src/lifecycle/executions.ts';
 import { propose } from '../../src/lifecycle/transitions.ts';
+import { type Harness, startApi } from '../helpers/api-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, alice } from '../helpers/walk.ts';
 import { type FuzzFixtures, fuzzRequests, runFuzz } from './fuzz-requests.ts';
-import { type Harness, startApi } from './harness.ts';
 
 const REQUESTS = Number(process.env.ALP_FUZZ_REQUESTS ?? 5200);
 const CONCURRENCY = 8;

@@ -14,10 +14,10 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import type { TransactOp } from '../../src/store/item-store.ts';
+import { type Harness, startApi } from '../helpers/api-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
 import { parse, send } from './fuzz-requests.ts';
-import { type Harness, startApi } from './harness.ts';
 
 function walk(dir: string, out: string[] = []): string[] {
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sha256, toStructuredDigest } from '../../src/core/digest.ts';
 import { VERSION_STATES } from '../../src/lifecycle/state-machine.ts';
-import { type ApiResponse, expectStatus, type Harness, startApi } from './harness.ts';
+import { type ApiResponse, expectStatus, type Harness, startApi } from '../helpers/api-harness.ts';
 
 describe('HTTP API: the whole lifecycle through the API', () => {
   let h: Harness;

@@ -11,9 +11,9 @@ import { sha256, toStructuredDigest } from '../../src/core/digest.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
 import { VERSION_STATES } from '../../src/lifecycle/state-machine.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
+import { call, expectStatus, type Harness, startApi } from '../helpers/api-harness.ts';
+import { embedded, epochOf, host, operator } from '../helpers/retention-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
-import { embedded, epochOf, host, operator } from '../retention/harness.ts';
-import { call, expectStatus, type Harness, startApi } from './harness.ts';
 
 describe('HTTP: read-only status', () => {
   let h: Harness;

@@ -15,9 +15,9 @@ import { decide } from '../../src/lifecycle/approvals.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { startExecution } from '../../src/lifecycle/executions.ts';
 import { propose } from '../../src/lifecycle/transitions.ts';
+import { expectStatus, type Harness, startApi } from '../helpers/api-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, approveAndRun } from '../helpers/walk.ts';
-import { expectStatus, type Harness, startApi } from './harness.ts';
 
 interface RawResponse {
   status: number;

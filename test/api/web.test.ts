@@ -9,8 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CLIENT_ROUTES, WEB_CSP } from '../../src/api/web.ts';
+import { type Harness, startApi } from '../helpers/api-harness.ts';
 import { tempDir } from '../helpers/tmp.ts';
-import { type Harness, startApi } from './harness.ts';
 
 function fakeBuild(): string {
   const root = tempDir('alp-web');

@@ -4,10 +4,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
-import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { alpJson, runAlp } from '../helpers/cli.ts';
-import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamodb-local.ts';
+import { freshDynamoTable, stopSharedDynamoLocal } from '../helpers/dynamodb-local.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { compactionSuite } from './compaction-suite.ts';
 
@@ -20,24 +19,12 @@ compactionSuite({
   },
 });
 
-let starting: Promise<DynamoLocal> | undefined;
-const opened: DynamoItemStore[] = [];
-after(async () => {
-  for (const s of opened) await s.close();
-  await (await starting)?.stop();
-});
+after(stopSharedDynamoLocal);
 
 compactionSuite({
   name: 'dynamodb',
   open: async () => {
-    starting ??= startDynamoLocal();
-    const l = await starting;
-    const items = await DynamoItemStore.open(
-      { engine: 'dynamodb', table: l.tableName('compact'), region: l.region, endpoint: l.endpoint },
-      { credentials: l.credentials, baseDelayMs: 5, maxDelayMs: 100 },
-    );
-    opened.push(items);
-    await items.ensureTable();
+    const items = await freshDynamoTable('compact');
     const contentRoot = path.join(tempDir('alp-compact-ddb'), 'content');
     return { items, content: await FsContentStore.open(contentRoot), contentRoot };
   },

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
 import { listExecutions } from '../../src/lifecycle/executions.ts';
-import { initInstallation } from '../../src/lifecycle/installation.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
 import { readVersion } from '../../src/lifecycle/versions.ts';
-import { call, expectStatus } from '../api/harness.ts';
+import { initInstallation } from '../../src/system/installation.ts';
 import { type ServerProcess, startServerProcess } from '../api/server-process.ts';
+import { call, expectStatus } from '../helpers/api-harness.ts';
 import { type DistributedInstallation, distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
 import { tempDir } from '../helpers/tmp.ts';
 

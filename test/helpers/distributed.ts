@@ -6,9 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import { createContext, type ServiceContext } from '../../src/lifecycle/context.ts';
+import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
-import { type DynamoLocal, startDynamoLocal } from './dynamodb-local.ts';
+import { type DynamoLocal, sharedDynamoLocal, stopSharedDynamoLocal } from './dynamodb-local.ts';
 import { type S3rverHandle, startS3rver } from './s3rver.ts';
 
 export interface Servers {
@@ -19,16 +19,16 @@ export interface Servers {
 let servers: Promise<Servers> | undefined;
 
 export function distributedServers(): Promise<Servers> {
-  servers ??= Promise.all([startDynamoLocal(), startS3rver()]).then(([dynamo, s3]) => ({ dynamo, s3 }));
+  servers ??= Promise.all([sharedDynamoLocal(), startS3rver()]).then(([dynamo, s3]) => ({ dynamo, s3 }));
   return servers;
 }
 
 /** Call from the test file's top-level `after`: the servers' handles keep the process alive. */
 export async function stopDistributedServers(): Promise<void> {
   if (!servers) return;
-  const { dynamo, s3 } = await servers;
+  const { s3 } = await servers;
   servers = undefined;
-  await Promise.all([dynamo.stop(), s3.stop()]);
+  await Promise.all([stopSharedDynamoLocal(), s3.stop()]);
 }
 
 export interface DistributedInstallation {
@@ -52,7 +52,7 @@ export async function distributedInstallation(start = '2026-03-01T12:00:00.000Z'
     // s3rver accepts only its own key, DynamoDB Local accepts any (tables are per key).
     { credentials: s3.credentials, baseDelayMs: 10, maxDelayMs: 200 },
   );
-  await items.ensureTable();
+  await items.prepare();
   const content = await S3ContentStore.open(
     { engine: 's3', bucket: s3.bucket, prefix, region: s3.region, endpoint: s3.endpoint },
     { credentials: s3.credentials },

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
 
 export interface DynamoLocal {
   endpoint: string;
@@ -63,6 +64,41 @@ export async function freePort(): Promise<number> {
       srv.close(() => (port ? resolve(port) : reject(new Error('no free port'))));
     });
   });
+}
+
+let shared: Promise<DynamoLocal> | undefined;
+const sharedStores: DynamoItemStore[] = [];
+
+/**
+ * The test process's one DynamoDB Local, started on first use (the start/stop every engine test file
+ * used to repeat). Call `stopSharedDynamoLocal` from the file's top-level `after`.
+ */
+export function sharedDynamoLocal(): Promise<DynamoLocal> {
+  shared ??= startDynamoLocal();
+  return shared;
+}
+
+/**
+ * A prepared ItemStore on a fresh table of the shared DynamoDB Local (`label` names the table), with
+ * short retry delays for tests. Closed by `stopSharedDynamoLocal`.
+ */
+export async function freshDynamoTable(label: string, retry = { baseDelayMs: 5, maxDelayMs: 100 }): Promise<DynamoItemStore> {
+  const l = await sharedDynamoLocal();
+  const items = await DynamoItemStore.open(
+    { engine: 'dynamodb', table: l.tableName(label), region: l.region, endpoint: l.endpoint },
+    { credentials: l.credentials, ...retry },
+  );
+  sharedStores.push(items);
+  await items.prepare();
+  return items;
+}
+
+/** Closes the stores `freshDynamoTable` opened and stops the shared server (if it was started). */
+export async function stopSharedDynamoLocal(): Promise<void> {
+  const running = shared;
+  shared = undefined;
+  for (const s of sharedStores.splice(0)) await s.close();
+  await (await running)?.stop();
 }
 
 export async function startDynamoLocal(): Promise<DynamoLocal> {

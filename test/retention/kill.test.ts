@@ -11,14 +11,14 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
-import { readFence } from '../../src/recovery/maintenance.ts';
 import { reconcile } from '../../src/recovery/reconcile.ts';
-import { recoverMaintenance } from '../../src/recovery/recovery-steps.ts';
-import { advanceEpoch } from '../../src/recovery/system.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
+import { readFence } from '../../src/system/fence.ts';
+import { recoverMaintenance } from '../../src/system/recovery.ts';
+import { advanceEpoch } from '../../src/system/state.ts';
+import { embedded, epochOf, host } from '../helpers/retention-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
-import { embedded, epochOf, host } from './harness.ts';
 
 const RUNS = Number(process.env.ALP_RETENTION_KILL_RUNS ?? 12);
 const tsx = import.meta.resolve('tsx');

@@ -7,9 +7,9 @@ import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
 import { collectRefs, verifyObjects } from '../../src/lifecycle/verify-content.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
+import { embedded, epochOf, host } from '../helpers/retention-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
-import { embedded, epochOf, host } from './harness.ts';
 
 const tick = () => new Promise((r) => setImmediate(r));
 

@@ -1,6 +1,6 @@
 import { after } from 'node:test';
 import { stopDistributedServers } from '../helpers/distributed.ts';
-import { distributed } from './harness.ts';
+import { distributed } from '../helpers/retention-harness.ts';
 import { retentionSuite } from './suite.ts';
 
 retentionSuite(distributed);

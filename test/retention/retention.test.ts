@@ -1,4 +1,4 @@
-import { embedded } from './harness.ts';
+import { embedded } from '../helpers/retention-harness.ts';
 import { retentionSuite } from './suite.ts';
 
 retentionSuite(embedded);

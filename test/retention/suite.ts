@@ -14,12 +14,12 @@ import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
 import { createBackup } from '../../src/recovery/backup.ts';
 import { openBackup } from '../../src/recovery/backup-format.ts';
-import { advanceEpoch, restoreHoldKey } from '../../src/recovery/system.ts';
 import { retentionMaterialDigest } from '../../src/retention/model.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
+import { advanceEpoch, restoreHoldKey } from '../../src/system/state.ts';
+import { type Engine, epochOf, host, operator, type RetentionInstallation } from '../helpers/retention-harness.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
-import { type Engine, epochOf, host, operator, type RetentionInstallation } from './harness.ts';
 
 export function retentionSuite(engine: Engine): void {
   describe(`ArtifactRetention (seed 004) on ${engine.name}`, () => {

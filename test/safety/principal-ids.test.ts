@@ -12,37 +12,21 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { Conflict } from '../../src/core/errors.ts';
 import { decide } from '../../src/lifecycle/approvals.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
-import { createContext, type ServiceContext } from '../../src/lifecycle/context.ts';
 import { principalKey } from '../../src/lifecycle/principal-key.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
 import { propose } from '../../src/lifecycle/transitions.ts';
-import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
+import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import type { ItemStore } from '../../src/store/item-store.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
-import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamodb-local.ts';
+import { freshDynamoTable, stopSharedDynamoLocal } from '../helpers/dynamodb-local.ts';
 import { bytesOf, tempDir } from '../helpers/tmp.ts';
 import { agent, alice } from '../helpers/walk.ts';
 
-let dynamo: Promise<DynamoLocal> | undefined;
-after(async () => {
-  await (await dynamo)?.stop();
-});
+after(stopSharedDynamoLocal);
 
 const profiles: Array<[string, () => Promise<ItemStore>]> = [
   ['sqlite', async () => new SqliteItemStore(path.join(tempDir('alp-pid'), 'alp.db'))],
-  [
-    'dynamodb',
-    async () => {
-      dynamo ??= startDynamoLocal();
-      const l = await dynamo;
-      const items = await DynamoItemStore.open(
-        { engine: 'dynamodb', table: l.tableName('pid'), region: l.region, endpoint: l.endpoint },
-        { credentials: l.credentials, baseDelayMs: 5, maxDelayMs: 100 },
-      );
-      await items.ensureTable();
-      return items;
-    },
-  ],
+  ['dynamodb', () => freshDynamoTable('pid')],
 ];
 
 async function contextOn(open: () => Promise<ItemStore>): Promise<ServiceContext> {

@@ -11,16 +11,16 @@ import { DAY_MS } from '../../src/core/clock.ts';
 import { Conflict, InvalidInput, NotFound, StorageFailure } from '../../src/core/errors.ts';
 import { backupSk, TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
 import { createBackup, listBackups, retireBackup } from '../../src/recovery/backup.ts';
-import { readFence } from '../../src/recovery/maintenance.ts';
-import { recoverMaintenance } from '../../src/recovery/recovery-steps.ts';
-import { advanceEpoch } from '../../src/recovery/system.ts';
 import { localTrustedHost } from '../../src/retention/host.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import { queryAll } from '../../src/store/item-store.ts';
+import { readFence } from '../../src/system/fence.ts';
+import { recoverMaintenance } from '../../src/system/recovery.ts';
+import { advanceEpoch } from '../../src/system/state.ts';
 import { stopDistributedServers } from '../helpers/distributed.ts';
+import { distributed, type Engine, embedded, epochOf, host, operator, type RetentionInstallation } from '../helpers/retention-harness.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
-import { distributed, type Engine, embedded, epochOf, host, operator, type RetentionInstallation } from '../retention/harness.ts';
 
 after(stopDistributedServers);
 

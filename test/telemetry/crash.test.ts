@@ -12,11 +12,11 @@ import { describe, it } from 'node:test';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import { createContext } from '../../src/lifecycle/context.ts';
+import { createContext } from '../../src/runtime/context.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { TelemetryQueue } from '../../src/telemetry/queue.ts';
+import { assertCountersMatchItems, auditItems } from '../helpers/telemetry-harness.ts';
 import { tempDir } from '../helpers/tmp.ts';
-import { assertCountersMatchItems, auditItems } from './helpers.ts';
 
 const tsx = import.meta.resolve('tsx');
 const worker = path.join(import.meta.dirname, 'crash-worker.ts');

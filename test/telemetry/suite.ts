@@ -14,16 +14,16 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { AlpError, Conflict, InvalidInput, RestoreHeld, StaleEpoch } from '../../src/core/errors.ts';
 import { TELQ_PK } from '../../src/core/keys.ts';
 import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
-import { createContext, type ServiceContext } from '../../src/lifecycle/context.ts';
 import { propose, withdraw } from '../../src/lifecycle/transitions.ts';
+import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import type { ItemStore, TransactOp } from '../../src/store/item-store.ts';
 import { DEFAULT_TELEMETRY_LIMITS, type TelemetryLimits } from '../../src/telemetry/limits.ts';
 import { registerTelemetryMetrics, telemetryCounters, telemetryMetricsCollector } from '../../src/telemetry/metrics.ts';
 import { type ClaimedRecord, TelemetryQueue } from '../../src/telemetry/queue.ts';
+import { assertCountersMatchItems, auditItems, hooked, queueContents, setEpoch, setRestoreHold } from '../helpers/telemetry-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, walkEveryState } from '../helpers/walk.ts';
-import { assertCountersMatchItems, auditItems, hooked, queueContents, setEpoch, setRestoreHold } from './helpers.ts';
 
 export interface TelemetryHarness {
   name: string;

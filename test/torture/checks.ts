@@ -21,16 +21,16 @@ import type { Runtime } from '../../src/cli/runtime.ts';
 import type { Clock } from '../../src/core/clock.ts';
 import type { StorageConfig } from '../../src/core/config.ts';
 import { artifactPk, executionSk, HEAD_SK, provenanceSk, RUN_POINTER_SK, runPk, SYS_PK, versionSk } from '../../src/core/keys.ts';
-import type { ServiceContext } from '../../src/lifecycle/context.ts';
 import { listBackups } from '../../src/recovery/backup.ts';
 import { openBackup } from '../../src/recovery/backup-format.ts';
-import { readFence } from '../../src/recovery/maintenance.ts';
 import { reconcile } from '../../src/recovery/reconcile.ts';
-import { recoverMaintenance } from '../../src/recovery/recovery-steps.ts';
-import { advanceEpoch, readEpoch } from '../../src/recovery/system.ts';
 import { contentRootId, observationKey } from '../../src/retention/model.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
 import { type Item, queryAll } from '../../src/store/item-store.ts';
-import { assertCountersMatchItems, auditItems } from '../telemetry/helpers.ts';
+import { readFence } from '../../src/system/fence.ts';
+import { recoverMaintenance } from '../../src/system/recovery.ts';
+import { advanceEpoch, readEpoch } from '../../src/system/state.ts';
+import { assertCountersMatchItems, auditItems } from '../helpers/telemetry-harness.ts';
 import type { JournalLine } from './journal.ts';
 
 export interface CheckResult {

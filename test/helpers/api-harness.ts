@@ -6,11 +6,11 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { type AlpServer, buildServer, type ServerOptions } from '../../src/api/server.ts';
-import { initInstallation } from '../../src/lifecycle/installation.ts';
 import type { Principal } from '../../src/lifecycle/model.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
-import { embeddedContext, type TestContext } from '../helpers/context.ts';
+import { initInstallation } from '../../src/system/installation.ts';
+import { embeddedContext, type TestContext } from './context.ts';
 
 export interface Tokens {
   human: string;

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { isAuditType } from '../../src/audit/chain.ts';
 import { TELQ_PK } from '../../src/core/keys.ts';
-import { epochKey, restoreHoldKey } from '../../src/recovery/system.ts';
 import { type Item, type ItemStore, queryAll, type TransactOp } from '../../src/store/item-store.ts';
-import { allItems } from '../helpers/items.ts';
+import { epochKey, restoreHoldKey } from '../../src/system/state.ts';
+import { allItems } from './items.ts';
 
 export interface QueueContents {
   state: Item;

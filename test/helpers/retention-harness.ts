@@ -6,21 +6,21 @@ import path from 'node:path';
 import type { ContentStore } from '../../src/content/content-store.ts';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import type { ManualClock } from '../../src/core/clock.ts';
-import { createContext, type ServiceContext } from '../../src/lifecycle/context.ts';
-import { initInstallation } from '../../src/lifecycle/installation.ts';
 import { createBackup } from '../../src/recovery/backup.ts';
 import { activateRestore, reconcile } from '../../src/recovery/reconcile.ts';
 import { restoreBackup } from '../../src/recovery/restore.ts';
-import { readEpoch } from '../../src/recovery/system.ts';
 import { localTrustedHost } from '../../src/retention/host.ts';
 import type { RetentionApproval } from '../../src/retention/model.ts';
 import type { RetentionHost } from '../../src/retention/retention.ts';
+import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
 import type { ItemStore } from '../../src/store/item-store.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
-import { embeddedContext } from '../helpers/context.ts';
-import { distributedInstallation, distributedServers } from '../helpers/distributed.ts';
-import { tempDir } from '../helpers/tmp.ts';
+import { initInstallation } from '../../src/system/installation.ts';
+import { readEpoch } from '../../src/system/state.ts';
+import { embeddedContext } from './context.ts';
+import { distributedInstallation, distributedServers } from './distributed.ts';
+import { tempDir } from './tmp.ts';
 
 export const operator = { id: 'os:operator', kind: 'human' as const };
 
@@ -89,7 +89,7 @@ export const distributed: Engine = {
           { engine: 'dynamodb', table, region: dynamo.region, endpoint: dynamo.endpoint },
           { credentials: s3.credentials },
         );
-        await (items as DynamoItemStore).ensureTable();
+        await (items as DynamoItemStore).prepare();
         await restoreInto(inst.ctx, createContext({ items, content: inst.ctx.content, clock: inst.ctx.clock }));
         await items.close();
         return `dynamodb://${table}?region=${dynamo.region}&endpoint=${encodeURIComponent(dynamo.endpoint)}`;
