@@ -76,6 +76,7 @@ import {
 } from '../semantics.ts';
 import { type AwsError, type CallContext, classify, conditionFailed, toContractError, transactionRefused } from './errors.ts';
 import { ExpressionBuilder } from './expressions.ts';
+import { backoffDelay, mayRetry, type RetryPolicy, retryPolicy, sleep } from './retry.ts';
 import { GSI1, isActive, schemaProblems, tableDefinition } from './table.ts';
 
 const BATCH_GET_MAX = 100;
@@ -118,9 +119,7 @@ export class DynamoItemStore implements ItemStore {
   readonly location: string;
   readonly table: string;
   private readonly counters = new Map<string, number>();
-  private readonly maxAttempts: number;
-  private readonly baseDelayMs: number;
-  private readonly maxDelayMs: number;
+  private readonly retry: RetryPolicy;
   private readonly tableWaitMs: number;
   private closed = false;
 
@@ -132,9 +131,7 @@ export class DynamoItemStore implements ItemStore {
   ) {
     this.table = config.table;
     this.location = describeMetadata(config);
-    this.maxAttempts = Math.max(1, opts.maxAttempts ?? 8);
-    this.baseDelayMs = opts.baseDelayMs ?? 50;
-    this.maxDelayMs = opts.maxDelayMs ?? 5000;
+    this.retry = retryPolicy(opts);
     this.tableWaitMs = opts.tableWaitMs ?? 5 * 60_000;
   }
 
@@ -508,13 +505,13 @@ export class DynamoItemStore implements ItemStore {
 
   private async backoffUnprocessed(op: DynamoOperation, round: number, left: number): Promise<void> {
     this.bump('unprocessedRetries');
-    if (round >= this.maxAttempts) {
+    if (round >= this.retry.maxAttempts) {
       throw new Throttled(`DynamoDB left ${left} requests of ${op} unprocessed after ${round} attempts; retry the whole call`, {
         operation: op,
         attempts: round,
       });
     }
-    await sleep(this.delay(round));
+    await sleep(backoffDelay(this.retry, round));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -555,11 +552,6 @@ export class DynamoItemStore implements ItemStore {
     }
   }
 
-  private delay(attempt: number): number {
-    const cap = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (attempt - 1));
-    return Math.random() * cap;
-  }
-
   /** Sends one request with the retry rules of the header comment, counting every attempt. */
   private async call<T>(op: DynamoOperation, send: () => Promise<T>, ctx: CallContext): Promise<T> {
     if (this.closed) throw new StorageFailure(`the DynamoDB item store for ${this.location} is closed`);
@@ -574,10 +566,9 @@ export class DynamoItemStore implements ItemStore {
         error = e as AwsError;
       }
       const kind = classify(error);
-      const retryable = kind === 'throttle' || kind === 'conflict' || (kind === 'ambiguous' && ctx.idempotent);
-      if (retryable && attempt < this.maxAttempts) {
+      if (mayRetry(this.retry, kind, ctx.idempotent, attempt)) {
         this.bump('retries');
-        await sleep(this.delay(attempt));
+        await sleep(backoffDelay(this.retry, attempt));
         continue;
       }
       throw toContractError(error, kind, { operation: op, table: this.table, attempts: attempt }, ctx);
@@ -624,8 +615,4 @@ function chunk<T>(list: T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
   return out;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
