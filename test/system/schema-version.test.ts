@@ -5,7 +5,10 @@
  * and with two nodes racing). The migrations here are injected: schema 1 is the only real layout.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { AlpError } from '../../src/core/errors.ts';
 import { INSTALLATION_SK, SYS_PK, TELQ_PK, TELQ_STATE_SK } from '../../src/core/keys.ts';
 import { openInstallation } from '../../src/runtime/open.ts';
@@ -15,8 +18,10 @@ import { initInstallation } from '../../src/system/installation.ts';
 import type { Migration } from '../../src/system/migrations.ts';
 import { CURRENT_SCHEMA, checkSchema, readSchemaVersion, SchemaTooNew } from '../../src/system/schema.ts';
 import { TelemetryQueue } from '../../src/telemetry/queue.ts';
+import { alpJson, runAlp } from '../helpers/cli.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
+import { tempDir } from '../helpers/tmp.ts';
 
 after(stopDistributedServers);
 
@@ -195,4 +200,30 @@ test('opening an installation written by a newer ALP refuses before any service 
     content: { engine: 'fs' as const, root: ctx.contentRoot },
   };
   await assert.rejects(openInstallation(config, ctx.clock), SchemaTooNew);
+});
+
+test('the CLI refuses an installation written by a newer ALP with exit 4 and one coded line, and writes nothing', async () => {
+  const dir = tempDir('alp-schema-cli');
+  const data = path.join(dir, 'd');
+  await alpJson(['init', '--data', data]);
+  const db = new Database(path.join(data, 'alp.db'));
+  try {
+    const row = db.prepare('SELECT attrs FROM items WHERE PK = ? AND SK = ?').get(SYS_PK, INSTALLATION_SK) as { attrs: string };
+    db.prepare('UPDATE items SET attrs = ? WHERE PK = ? AND SK = ?').run(
+      JSON.stringify({ ...(JSON.parse(row.attrs) as object), schema_version: 2 }),
+      SYS_PK,
+      INSTALLATION_SK,
+    );
+    const before = (db.prepare('SELECT COUNT(*) AS n FROM items').get() as { n: number }).n;
+    const file = path.join(dir, 'x.sh');
+    fs.writeFileSync(file, 'echo x\n');
+    for (const args of [['artifact', 'create', '--name', 'n', '--file', file], ['artifact', 'list'], ['init']]) {
+      const r = await runAlp([...args, '--data', data]);
+      assert.equal(r.code, 4, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^alp: CONFLICT: the installation's schema is version 2, newer than this ALP supports \(1\): upgrade ALP/m);
+    }
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM items').get() as { n: number }).n, before);
+  } finally {
+    db.close();
+  }
 });
