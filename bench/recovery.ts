@@ -12,15 +12,15 @@ import path from 'node:path';
 import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { createArtifact } from '../src/lifecycle/artifacts.ts';
-import { createContext } from '../src/lifecycle/context.ts';
-import { initInstallation } from '../src/lifecycle/installation.ts';
 import { type ObjectRef, refsOfItem } from '../src/lifecycle/references.ts';
 import { verifyObjects } from '../src/lifecycle/verify-content.ts';
 import { createBackup } from '../src/recovery/backup.ts';
 import { reconcile, verifyInBatches } from '../src/recovery/reconcile.ts';
 import { restoreBackup } from '../src/recovery/restore.ts';
+import { createContext } from '../src/runtime/context.ts';
 import type { Item } from '../src/store/item-store.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
+import { initInstallation } from '../src/system/installation.ts';
 import { benchDir, fmt, header, mbps, row, timed } from './util.ts';
 
 const agent = { id: 'bench', kind: 'agent' as const };

@@ -9,8 +9,8 @@ import path from 'node:path';
 import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { createArtifact } from '../src/lifecycle/artifacts.ts';
-import { createContext } from '../src/lifecycle/context.ts';
 import { scanReferences } from '../src/retention/references.ts';
+import { createContext } from '../src/runtime/context.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
 import { benchDir, fmt, header, row, timed } from './util.ts';
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { createArtifact, openVersionContent } from '../src/lifecycle/artifacts.ts';
-import { createContext } from '../src/lifecycle/context.ts';
+import { createContext } from '../src/runtime/context.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
 import { benchDir, fmt, header, mbps, row, timed } from './util.ts';
 

@@ -1,65 +1,25 @@
 /**
- * The tamper-evident audit chain (DESIGN §3). Every audit item carries `seq`, `prev_hash` and `hash`
+ * The tamper-evident audit chain (docs/audit-format.md, docs/design.md §5). Every audit item carries `seq`, `prev_hash` and `hash`
  * (sha256 of its canonical JSON without `hash` and without its declared view fields); the HEAD item
  * holds the artifact's `audit_seq` and `audit_head_hash`. Every audit write goes through
  * `commitAudited`: one transaction holding the domain writes, the audit items of one or more artifact
- * chains, each HEAD update (conditioned on the sequence it read), the maintenance-fence check and the
- * audit sinks' operations (telemetry).
+ * chains, each HEAD update (conditioned on the sequence it read), the registered publish checks
+ * (ctx.publishChecks: the retention guard), the maintenance-fence check (system/fence.ts) and the
+ * registered audit sinks' operations (ctx.auditSinks: telemetry).
  */
-import { canonicalDigest } from '../core/canonical-json.ts';
 import { isoTimestamp } from '../core/clock.ts';
 import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, Conflict, MaintenanceInProgress, NotFound } from '../core/errors.ts';
-import { artifactPk, FENCE_SK, HEAD_SK, SYS_PK } from '../core/keys.ts';
-import type { AuditEvent, ServiceContext } from '../lifecycle/context.ts';
-import type { HeadItem } from '../lifecycle/model.ts';
-import { publishChecks } from '../retention/guard.ts';
+import { artifactPk, HEAD_SK } from '../core/keys.ts';
+import type { HeadItem } from '../core/model.ts';
 import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp, type UpdateSpec } from '../store/item-store.ts';
 import { applyUpdate } from '../store/semantics.ts';
+import type { AuditEvent, ServiceContext } from '../system/context.ts';
+import { fenceCheck } from '../system/fence.ts';
+import { type AuditType, auditHash } from './hash.ts';
 import { assertPolicyBound } from './policy.ts';
 
-export const AUDIT_TYPES = [
-  'transition',
-  'approval',
-  'execution',
-  'execution_output',
-  'execution_finish',
-  'provenance',
-  'compensation',
-] as const;
-export type AuditType = (typeof AUDIT_TYPES)[number];
-
-/** Attributes an audit item may change after it was written (read views), excluded from its hash. */
-export const VIEW_FIELDS: Record<AuditType, readonly string[]> = {
-  transition: [],
-  approval: [],
-  execution: ['status', 'exit_code', 'finished_at', 'outputs', 'archive_objects'],
-  execution_output: [],
-  execution_finish: [],
-  provenance: [],
-  compensation: ['state', 'GSI1PK', 'GSI1SK', 'updated_at'],
-};
-/** Upload reservations on execution items (`reserved:{name}`) are views too. */
-export const RESERVATION_PREFIX = 'reserved:';
-
-export function isAuditType(t: unknown): t is AuditType {
-  return typeof t === 'string' && (AUDIT_TYPES as readonly string[]).includes(t);
-}
-
-export function hashedPart(item: Record<string, unknown>): Record<string, unknown> {
-  const type = item.type;
-  const copy: Record<string, unknown> = {};
-  const view = isAuditType(type) ? VIEW_FIELDS[type] : [];
-  for (const [k, v] of Object.entries(item)) {
-    if (k === 'hash' || view.includes(k) || k.startsWith(RESERVATION_PREFIX)) continue;
-    copy[k] = v;
-  }
-  return copy;
-}
-
-export function auditHash(item: Record<string, unknown>): Digest {
-  return canonicalDigest(hashedPart(item));
-}
+export { AUDIT_TYPES, type AuditType, auditHash, hashedPart, isAuditType, RESERVATION_PREFIX, VIEW_FIELDS } from './hash.ts';
 
 export interface AuditDraft {
   type: AuditType;
@@ -101,8 +61,6 @@ const MAX_HEAD_RETRIES = 10;
  */
 export const AUDIT_RESERVED_OPS = 3;
 
-export const fenceKey = { PK: SYS_PK, SK: FENCE_SK };
-
 /**
  * The result of a change that committed: read fresh when the store answers, else the state the commit
  * wrote. A committed change is never reported as failed because reading it back failed (a caller
@@ -126,21 +84,20 @@ export function afterOps<T extends Item>(current: T, ops: readonly TransactOp[])
   return out as T;
 }
 
-/** The condition every publisher's transaction checks: no maintenance fence is held. */
-export function fenceCheck(): TransactOp {
-  return { op: 'check', key: fenceKey, condition: cond.attrNotExists('holder') };
-}
-
-/** Fails fast (before any bytes are written) when the maintenance fence is held. */
-export async function assertNotFenced(ctx: ServiceContext): Promise<void> {
-  const fence = await ctx.items.get(fenceKey, { consistent: true });
-  if (fence?.holder !== undefined) throw new MaintenanceInProgress(undefined, { holder: fence.holder, epoch: fence.epoch });
-}
-
 export async function readHead(ctx: ServiceContext, artifactId: string): Promise<HeadItem> {
   const head = await ctx.items.get({ PK: artifactPk(artifactId), SK: HEAD_SK }, { consistent: true });
   if (head?.type !== 'head') throw new NotFound(`no artifact ${artifactId}`);
   return head as HeadItem;
+}
+
+/** Every artifact's HEAD (a base-table scan: GSI1 is eventually consistent on DynamoDB). */
+export async function* allHeads(ctx: Pick<ServiceContext, 'items'>): AsyncIterable<HeadItem> {
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.items.scan(cursor ? { cursor } : {});
+    for (const item of page.items) if (item.SK === HEAD_SK && item.type === 'head') yield item as HeadItem;
+    cursor = page.cursor;
+  } while (cursor);
 }
 
 export type Heads = Record<string, HeadItem>;
@@ -233,7 +190,8 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
     timestamp,
   }));
   const sinkParts = await Promise.all(ctx.auditSinks.map((s) => s.opsFor(events)));
-  const guards = publishChecks(ctx.content, plan.published ?? []);
+  const published = plan.published ?? [];
+  const guards = published.length === 0 ? [] : ctx.publishChecks.flatMap((check) => check(ctx.content, published));
   const core = [...domainOps, ...auditOps, ...headOps, ...guards, fenceCheck()];
   const firstHead = domainOps.length + auditOps.length;
   const firstGuard = firstHead + headOps.length;
@@ -268,6 +226,13 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
     // An audit entry's key is derived from the HEAD it read: a collision means the HEAD moved.
     if (i !== undefined && i >= domainOps.length && i < firstHead) throw new HeadMoved();
     throw new Conflict('the artifact changed concurrently; nothing was written', { failedIndex: i });
+  }
+  for (const sink of ctx.auditSinks) {
+    try {
+      sink.committed?.(items);
+    } catch {
+      // an observer never fails a committed write
+    }
   }
   return { items, timestamp };
 }

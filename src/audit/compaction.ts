@@ -29,10 +29,10 @@ import { digestHex, sha256 } from '../core/digest.ts';
 import { ConditionFailed, Conflict, IntegrityError, InvalidInput, MaintenanceInProgress } from '../core/errors.ts';
 import { segmentSk } from '../core/keys.ts';
 import { historySegmentKey } from '../core/object-keys.ts';
-import { allHeads } from '../lifecycle/artifacts.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
 import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
-import { assertNotFenced, auditHash, fenceCheck } from './chain.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { assertNotFenced, fenceCheck } from '../system/fence.ts';
+import { allHeads, auditHash } from './chain.ts';
 import { isSegmentItem, loadChain, readSegmentObject, SEGMENT_TYPE, type SegmentItem, segmentLines } from './history.ts';
 
 /** History stays hot (unpacked) for at least this long (seed 004: 90 days hot). */

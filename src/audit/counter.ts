@@ -12,11 +12,11 @@
  *   extends it (the entry at that seq has that hash, and the chain is not shorter).
  */
 import { Conflict, InvalidInput } from '../core/errors.ts';
-import { allHeads } from '../lifecycle/artifacts.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import { readInstallation } from '../lifecycle/installation.ts';
 import { cond } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { readInstallation } from '../system/installation.ts';
 import { stateKey } from '../telemetry/queue.ts';
+import { allHeads } from './chain.ts';
 import { loadChain } from './history.ts';
 
 export interface CounterState {

@@ -9,9 +9,9 @@ import { canonicalJson } from '../core/canonical-json.ts';
 import type { Digest } from '../core/digest.ts';
 import { AlpError, IntegrityError, NotFound } from '../core/errors.ts';
 import { artifactPk, HEAD_SK } from '../core/keys.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import type { HeadItem } from '../lifecycle/model.ts';
+import type { HeadItem } from '../core/model.ts';
 import { type Item, queryAll } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { hashedPart, isAuditType } from './chain.ts';
 
 export const SEGMENT_TYPE = 'history_segment';

@@ -17,10 +17,10 @@
 import { canonicalJson } from '../core/canonical-json.ts';
 import { IntegrityError } from '../core/errors.ts';
 import { artifactPk } from '../core/keys.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import type { HeadItem } from '../lifecycle/model.ts';
+import type { HeadItem } from '../core/model.ts';
 import { type Item, queryAll } from '../store/item-store.ts';
-import { auditHash } from './chain.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { auditHash } from './hash.ts';
 
 export const POLICY_FIELDS = ['name', 'kind', 'labels', 'quorum'] as const;
 export type PolicyField = (typeof POLICY_FIELDS)[number];

@@ -6,9 +6,9 @@
  */
 import { NotFound } from '../core/errors.ts';
 import { artifactPk, versionSk } from '../core/keys.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import type { HeadItem } from '../lifecycle/model.ts';
+import type { HeadItem } from '../core/model.ts';
 import type { Item } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { auditHash, isAuditType, RESERVATION_PREFIX } from './chain.ts';
 import { loadChain } from './history.ts';
 import { chainedPolicyProblems, firstChainedPolicy, policyProblems } from './policy.ts';

@@ -4,13 +4,14 @@
  * engine has classes), verify each copy, then in one transaction record the archive keys and move
  * every version to ARCHIVED. Originals stay: only the retention protocol may remove them.
  */
-import { AUDIT_RESERVED_OPS, assertNotFenced, runAudited } from '../audit/chain.ts';
+import { AUDIT_RESERVED_OPS, runAudited } from '../audit/chain.ts';
 import type { Digest } from '../core/digest.ts';
 import { Conflict } from '../core/errors.ts';
 import { archiveKey } from '../core/object-keys.ts';
 import { cond, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { assertNotFenced } from '../system/fence.ts';
 import { assertActor } from './access.ts';
-import type { ServiceContext } from './context.ts';
 import { listExecutions } from './executions.ts';
 import type { ArchivedObject, HeadItem, Principal } from './model.ts';
 import { merge, type Planned, planMove } from './moves.ts';

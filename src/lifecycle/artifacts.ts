@@ -3,7 +3,7 @@
  * version item, the HEAD and the creation transition), verified reads, listings.
  */
 import type { Readable } from 'node:stream';
-import { assertNotFenced, commitAudited, fenceCheck, readHead, runAudited } from '../audit/chain.ts';
+import { commitAudited, readHead, runAudited } from '../audit/chain.ts';
 import { type Policy, policyOf } from '../audit/policy.ts';
 import type { Body, StagedObject } from '../content/content-store.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
@@ -13,8 +13,9 @@ import { newId } from '../core/ids.ts';
 import { artifactPk, createdGsiSk, HEAD_SK, nameGsiPk, stateGsiPk, versionSk } from '../core/keys.ts';
 import { contentKey, metadataKey, validateFilename } from '../core/object-keys.ts';
 import { cond, type Item } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { assertNotFenced, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
-import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { isVersionState, VERSION_STATES, type VersionState } from './state-machine.ts';
 import { validateKind, validateLabels, validateName, validateQuorum, validateVersionNumber } from './validation.ts';
@@ -370,14 +371,7 @@ function decodeListCursor(cursor: string | undefined, count: number): { index: n
 }
 
 /** Every HEAD item, by scanning the base table: for offline operations (verify --all, backup, retention). */
-export async function* allHeads(ctx: ServiceContext): AsyncIterable<HeadItem> {
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.items.scan(cursor ? { cursor } : {});
-    for (const item of page.items) if (item.SK === HEAD_SK && item.type === 'head') yield item as HeadItem;
-    cursor = page.cursor;
-  } while (cursor);
-}
+export { allHeads } from '../audit/chain.ts';
 
 export function requireItem<T extends Item>(item: T | undefined, what: string): T {
   if (!item) throw new NotFound(`no ${what}`);

@@ -1,7 +1,7 @@
 import type { ChainPlan, Heads } from '../audit/chain.ts';
 import { Conflict } from '../core/errors.ts';
 import type { TransactOp } from '../store/item-store.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../system/context.ts';
 import type { HeadItem, Principal } from './model.ts';
 import { planMove } from './moves.ts';
 import { readVersion } from './versions.ts';

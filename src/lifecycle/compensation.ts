@@ -5,14 +5,15 @@
  * transaction; the item follows the compensation artifact's state, and its execution settles the
  * compensated version (COMPENSATED, or back to the prior state).
  */
-import { afterOps, fenceCheck, readBackOr, readHead, runAudited } from '../audit/chain.ts';
+import { afterOps, readBackOr, readHead, runAudited } from '../audit/chain.ts';
 import { ConditionFailed, Conflict, MaintenanceInProgress } from '../core/errors.ts';
 import { artifactPk, COMPENSATION_SK_PREFIX, compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK } from '../core/keys.ts';
 import { rollbackKey, validateFilename } from '../core/object-keys.ts';
 import { cond, queryAll } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
 import { type ContentInput, prepareNewArtifact } from './artifacts.ts';
-import type { ServiceContext } from './context.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
 import { instanceOf, leaseOp, ownerDead, ownerTag, whileLeased } from './instance.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';

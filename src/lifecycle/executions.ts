@@ -9,7 +9,7 @@
  * than UPLOAD_RESERVATION_TTL_MS.
  */
 
-import { afterOps, assertNotFenced, fenceCheck, RESERVATION_PREFIX, readBackOr, readHead, runAudited } from '../audit/chain.ts';
+import { afterOps, RESERVATION_PREFIX, readBackOr, readHead, runAudited } from '../audit/chain.ts';
 import type { Body } from '../content/content-store.ts';
 import { isoDate, isoTimestamp } from '../core/clock.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
@@ -17,10 +17,11 @@ import { newId } from '../core/ids.ts';
 import { artifactPk, eventGsiSk, executionSk, RUN_POINTER_SK, runGsiPk, runPk } from '../core/keys.ts';
 import { EXECUTION_OUTPUTS, type ExecutionOutput, executionKey } from '../core/object-keys.ts';
 import { cond, type Item, queryAll } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { assertNotFenced, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
-import type { ServiceContext } from './context.ts';
 import { instanceOf, leaseOp, localVerdict, ownerDead, ownerTag, parseOwner, processInstance, whileLeased } from './instance.ts';
 import type { HeadItem, Principal } from './model.ts';
 import { merge, planMove } from './moves.ts';

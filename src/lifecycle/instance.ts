@@ -18,13 +18,9 @@ import { randomToken } from '../core/ids.ts';
 import { instanceLeaseKey } from '../core/keys.ts';
 import { processAlive } from '../core/process.ts';
 import type { Item, TransactOp } from '../store/item-store.ts';
-import type { ServiceContext } from './context.ts';
+import type { ProcessInstance, ServiceContext } from '../system/context.ts';
 
-export interface ProcessInstance {
-  id: string;
-  host: string;
-  pid: number;
-}
+export type { ProcessInstance } from '../system/context.ts';
 
 /** How long a lease lasts without a refresh, and how often a live upload refreshes it. */
 export const LEASE_MS = 2 * 60 * 1000;

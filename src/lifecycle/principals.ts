@@ -3,14 +3,14 @@
  * principal's kind (human, agent, service) is fixed when it is first created.
  */
 import os from 'node:os';
-import { fenceCheck } from '../audit/chain.ts';
 import { digestHex, sha256 } from '../core/digest.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, Unauthenticated } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
 import { PRINCIPAL_NAME_SK, PRINCIPAL_SK, principalNamePk, principalPk, TOKEN_SK, tokenPk } from '../core/keys.ts';
 import { cond } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
-import type { ServiceContext } from './context.ts';
 import { PRINCIPAL_KINDS, type Principal, type PrincipalKind } from './model.ts';
 import { principalKey } from './principal-key.ts';
 

@@ -12,7 +12,7 @@
  * repair pass of `alp start` / `alp init` (repairProvenanceDocuments) and by reconcile. Bytes that
  * no prefix of the committed steps derives are CORRUPT.
  */
-import { assertNotFenced, fenceKey, readHead, runAudited } from '../audit/chain.ts';
+import { readHead, runAudited } from '../audit/chain.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { isoDate } from '../core/clock.ts';
 import { type Digest, digestHex, parseDigest, sha256 } from '../core/digest.ts';
@@ -20,9 +20,10 @@ import { InvalidInput, NotFound } from '../core/errors.ts';
 import { artifactPk, eventGsiSk, HEAD_SK, provenanceGsiPk, provenanceSk } from '../core/keys.ts';
 import { provenanceKey } from '../core/object-keys.ts';
 import { cond, type Item, queryAll } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { assertNotFenced, isFenced } from '../system/fence.ts';
 import { assertActor } from './access.ts';
 import { allHeads } from './artifacts.ts';
-import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal } from './model.ts';
 import { validateText } from './validation.ts';
 import { listVersions } from './versions.ts';
@@ -227,7 +228,7 @@ export async function repairProvenanceDocuments(ctx: ServiceContext): Promise<nu
 export async function publishProvenanceDocument(ctx: ServiceContext, artifactId: string): Promise<void> {
   for (let attempt = 0; attempt < 10; attempt++) {
     // A fence taken since the step committed: leave the (derivable) document for the next publisher.
-    if ((await ctx.items.get(fenceKey, { consistent: true }))?.holder !== undefined) return;
+    if (await isFenced(ctx)) return;
     const { steps, bytes } = await buildProvenanceDocument(ctx, artifactId);
     const put = await ctx.content.put(provenanceKey(artifactId), [bytes]);
     const head = await readHead(ctx, artifactId);

@@ -7,8 +7,8 @@
 import { entryView } from '../audit/history.ts';
 import { InvalidInput } from '../core/errors.ts';
 import { approverGsiPk, compStateGsiPk, provenanceGsiPk, runGsiPk, transitionGsiPk } from '../core/keys.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { listArtifacts, parseState } from './artifacts.ts';
-import type { ServiceContext } from './context.ts';
 import { validatePrincipalId } from './principals.ts';
 import { VERSION_STATES } from './states.ts';
 

@@ -9,10 +9,10 @@ import type { Digest } from '../core/digest.ts';
 import { NotFound } from '../core/errors.ts';
 import { provenanceKey } from '../core/object-keys.ts';
 import type { Item } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { readInstallation } from '../system/installation.ts';
 import { listApprovals } from './approvals.ts';
-import type { ServiceContext } from './context.ts';
 import { type ExecutionItem, executionView, listExecutions, readExecution, validateOutputName } from './executions.ts';
-import { readInstallation } from './installation.ts';
 import type { ArchivedObject } from './model.ts';
 import { listProvenance, provenanceStepView } from './provenance.ts';
 

@@ -9,8 +9,8 @@
  */
 import type { LifecycleRule, StorageClass } from '../content/content-store.ts';
 import { DAY_MS } from '../core/clock.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { allHeads } from './artifacts.ts';
-import type { ServiceContext } from './context.ts';
 import { listExecutions } from './executions.ts';
 import { listVersions } from './versions.ts';
 

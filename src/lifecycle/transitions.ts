@@ -6,9 +6,9 @@
 import { AUDIT_RESERVED_OPS, afterOps, readBackOr, runAudited } from '../audit/chain.ts';
 import { Conflict, InvalidInput } from '../core/errors.ts';
 import { MAX_TRANSACT_OPS } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { assertActor } from './access.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
-import type { ServiceContext } from './context.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, type Planned, planMove } from './moves.ts';
 import { OPEN_STATES, type VersionState } from './state-machine.ts';

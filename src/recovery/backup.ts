@@ -25,7 +25,6 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fenceCheck } from '../audit/chain.ts';
 import { openContentStore } from '../content/open.ts';
 import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, Conflict, IntegrityError, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
@@ -33,11 +32,13 @@ import { newId } from '../core/ids.ts';
 import { BACKUP_SK_PREFIX, backupSk, EPOCH_SK, INSTALLATION_SK, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';
 import { isImmutableKey } from '../core/object-keys.ts';
 import { processAlive } from '../core/process.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import { readInstallation } from '../lifecycle/installation.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
 import type { Progress } from '../lifecycle/verify-content.ts';
 import { cond, type Item, type ItemSnapshot, type TransactOp } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { type FenceInfo, fenceCheck, readFence, withMaintenance } from '../system/fence.ts';
+import { readInstallation } from '../system/installation.ts';
+import { INITIAL_EPOCH, readEpoch } from '../system/state.ts';
 import {
   BACKUP_FORMAT,
   type BackupFileInfo,
@@ -53,8 +54,6 @@ import {
   OBJECTS_FILE,
   openBackup,
 } from './backup-format.ts';
-import { type FenceInfo, readFence, withMaintenance } from './maintenance.ts';
-import { INITIAL_EPOCH, readEpoch } from './system.ts';
 
 /** Progress by phase: `items` (no total known), `content` (objects to copy). */
 export type PhaseProgress = (phase: string, total?: number) => Progress;

@@ -8,9 +8,9 @@
 import type { Digest } from '../core/digest.ts';
 import { Forbidden, InvalidInput } from '../core/errors.ts';
 import { PRINCIPAL_SK, principalPk } from '../core/keys.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
 import type { Principal } from '../lifecycle/model.ts';
-import { withMaintenance } from '../recovery/maintenance.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { withMaintenance } from '../system/fence.ts';
 import type { RetentionApproval, RetentionPlan } from './model.ts';
 import { resolveRestoreReference } from './restore-proof.ts';
 import type { MaintenanceCommitter, RetentionHost } from './retention.ts';

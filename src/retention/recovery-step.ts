@@ -8,9 +8,9 @@
  * recovery was given: a pinned object is cancelled, never unlinked.
  */
 import { IntegrityError } from '../core/errors.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import type { MaintenanceHandle } from '../recovery/maintenance.ts';
 import { cond } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
+import type { MaintenanceHandle } from '../system/fence.ts';
 import { contentRootId, observationKey } from './model.ts';
 import { normalisePins, recordedPins, storedDigest, unlinkUnpinned } from './purge.ts';
 import { scanReferences } from './references.ts';

@@ -11,12 +11,12 @@ import type { ObjectInfo } from '../content/content-store.ts';
 import { DIGEST_SCAN_PATTERN, DigestAccumulator } from '../core/digest.ts';
 import { type AlpError, Conflict, IntegrityError, InternalError, NotFound } from '../core/errors.ts';
 import { EXECUTION_OUTPUTS, executionKey, HISTORY_SEGMENT_PREFIX, MUTABLE_PREFIXES } from '../core/object-keys.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from '../lifecycle/executions.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
 import { type BackupRecord, pendingBackupState, retireCommand } from '../recovery/backup.ts';
 import { openBackup } from '../recovery/backup-format.ts';
 import type { Item } from '../store/item-store.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { scanForDigests } from './digest-scan.ts';
 
 /** Prefixes whose objects may be referenced by key strings found in items. */

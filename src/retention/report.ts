@@ -5,7 +5,7 @@
 import { DAY_MS } from '../core/clock.ts';
 import { isDigest } from '../core/digest.ts';
 import { RETENTION_RUN_SK_PREFIX, retentionPk } from '../core/keys.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { contentRootId, GRACE_MS, type Observation, QUARANTINE_MS } from './model.ts';
 import { scanReferences } from './references.ts';
 import { ArtifactRetention } from './retention.ts';

@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type MetadataConfig, parseMetadataUrl, resolveStorageConfig } from '../core/config.ts';
 import { AlpError, InvalidInput, NotFound } from '../core/errors.ts';
-import { backupSk, SYS_PK } from '../core/keys.ts';
-import { readRestoreProof } from '../recovery/reconcile.ts';
 import type { ItemStore } from '../store/item-store.ts';
 import { openItemStore } from '../store/open.ts';
+import { readBackupRecord } from '../system/backups.ts';
+import { readRestoreProof } from '../system/restore-proof.ts';
 
 const SQLITE_HEADER = 'SQLite format 3\0';
 const ACCEPTED = 'give the data directory `alp restore --data DIR` created, its alp.db, sqlite:PATH or dynamodb://TABLE?region=R';
@@ -102,7 +102,7 @@ function codeOf(e: unknown): string {
 
 /** A restore made from a retired backup proves nothing about the backups kept now. */
 async function retiredBasis(registry: ItemStore, ref: string, backupId: string): Promise<string | undefined> {
-  const b = await registry.get({ PK: SYS_PK, SK: backupSk(backupId) }, { consistent: true });
+  const b = await readBackupRecord(registry, backupId);
   if (b?.status !== 'RETIRED') return undefined;
   return `${ref} was restored from backup ${backupId}, retired by ${String(b.retired_by)} at ${String(b.retired_at)}: a retired backup can no longer be the basis of a restore proof; restore a current backup and reconcile it`;
 }

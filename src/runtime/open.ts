@@ -9,9 +9,9 @@ import { openContentStore } from '../content/open.ts';
 import type { Clock } from '../core/clock.ts';
 import { describeContent, describeMetadata, type StorageConfig } from '../core/config.ts';
 import { UsageError } from '../core/errors.ts';
-import { createContext, type ServiceContext } from '../lifecycle/context.ts';
 import { openItemStore } from '../store/open.ts';
 import { type Tightened, tightenInstallation } from '../store/sqlite/file-modes.ts';
+import { createContext, type ServiceContext } from './context.ts';
 import { attachAuditSinks } from './sinks.ts';
 
 export interface OpenInstallation {

@@ -1,4 +1,4 @@
-import type { ServiceContext } from '../lifecycle/context.ts';
+import type { ServiceContext } from '../system/context.ts';
 import { type TelemetryLimits, telemetryLimitsFromEnv } from '../telemetry/limits.ts';
 import { TelemetryQueue } from '../telemetry/queue.ts';
 

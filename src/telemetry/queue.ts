@@ -35,9 +35,9 @@ import {
   telqLeaseSk,
   telqTimeBound,
 } from '../core/keys.ts';
-import type { AuditEvent, AuditSink } from '../lifecycle/context.ts';
-import { epochCheck, noRestoreHoldCheck, readEpoch, restoreHoldKey } from '../recovery/system.ts';
 import { cond, type Item, type ItemStore, MAX_TRANSACT_OPS, type SkCondition, type TransactOp } from '../store/item-store.ts';
+import type { AuditEvent, AuditSink } from '../system/context.ts';
+import { epochCheck, noRestoreHoldCheck, readEpoch, restoreHoldKey } from '../system/state.ts';
 import { LIMIT_NAMES, resolveLimits, type TelemetryLimits } from './limits.ts';
 import { MAX_PAYLOAD_BYTES, sanitizeJson } from './sanitize.ts';
 

@@ -22,11 +22,11 @@ import { AlpError, IntegrityError, InvalidInput } from '../../src/core/errors.ts
 import { artifactPk } from '../../src/core/keys.ts';
 import { historySegmentKey } from '../../src/core/object-keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
-import { initInstallation } from '../../src/lifecycle/installation.ts';
 import { propose, withdraw } from '../../src/lifecycle/transitions.ts';
 import { scanForDigests } from '../../src/retention/digest-scan.ts';
 import { scanReferences } from '../../src/retention/references.ts';
 import { queryAll } from '../../src/store/item-store.ts';
+import { initInstallation } from '../../src/system/installation.ts';
 import { captureCli, patchCliOutput } from '../helpers/cli-inprocess.ts';
 import { embeddedContext, type TestContext } from '../helpers/context.ts';
 import { bytesOf } from '../helpers/tmp.ts';

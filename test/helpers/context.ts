@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import { createContext, type ServiceContext } from '../../src/lifecycle/context.ts';
+import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { tempDir } from './tmp.ts';
 

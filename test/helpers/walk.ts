@@ -2,11 +2,11 @@ import { decide } from '../../src/lifecycle/approvals.ts';
 import { archiveArtifact } from '../../src/lifecycle/archive.ts';
 import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { compensate } from '../../src/lifecycle/compensation.ts';
-import type { ServiceContext } from '../../src/lifecycle/context.ts';
 import { finishExecution, startExecution, uploadOutput } from '../../src/lifecycle/executions.ts';
 import type { Principal } from '../../src/lifecycle/model.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
 import { propose, withdraw } from '../../src/lifecycle/transitions.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
 import { bytesOf } from './tmp.ts';
 
 export const agent: Principal = { id: 'agent-7', kind: 'agent' };

@@ -10,7 +10,7 @@ import { createBackup, listBackups } from '../../src/recovery/backup.ts';
 import { MANIFEST_FILE, openBackup } from '../../src/recovery/backup-format.ts';
 import { activateRestore, readRestoreProof, reconcile } from '../../src/recovery/reconcile.ts';
 import { readRestoreRecord, restoreBackup } from '../../src/recovery/restore.ts';
-import { isRestoreHeld, readContentRoot, readEpoch } from '../../src/recovery/system.ts';
+import { isRestoreHeld, readContentRoot, readEpoch } from '../../src/system/state.ts';
 import { collect, tempDir } from '../helpers/tmp.ts';
 import { agent, alice } from '../helpers/walk.ts';
 import { allItems, dirState, embeddedAt, populate, tableLines } from './helpers.ts';

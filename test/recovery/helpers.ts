@@ -9,12 +9,12 @@ import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import { canonicalJson } from '../../src/core/canonical-json.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
-import { createContext, type ServiceContext } from '../../src/lifecycle/context.ts';
-import { initInstallation } from '../../src/lifecycle/installation.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
+import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import type { Item, ItemStore } from '../../src/store/item-store.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
+import { initInstallation } from '../../src/system/installation.ts';
 import { allItems } from '../helpers/items.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { acquireMaintenance } from '../../src/recovery/maintenance.ts';
+import { acquireMaintenance } from '../../src/system/fence.ts';
 import { alpJson, runAlp } from '../helpers/cli.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { embeddedAt } from './helpers.ts';

@@ -6,9 +6,9 @@
  */
 
 import { buildServer } from '../../src/api/server.ts';
-import type { ServiceContext } from '../../src/lifecycle/context.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
 import { type ReconcileReport, reconcile } from '../../src/recovery/reconcile.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
 import type { Captured } from '../helpers/cli-inprocess.ts';
 import { captureCli, patchCliOutput } from '../helpers/cli-inprocess.ts';
 import type { TestContext } from '../helpers/context.ts';

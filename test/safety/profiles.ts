@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after } from 'node:test';
 import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
 import type { ManualClock } from '../../src/core/clock.ts';
-import type { ServiceContext } from '../../src/lifecycle/context.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, distributedServers, stopDistributedServers } from '../helpers/distributed.ts';
 import { type ConditionalProxy, startConditionalProxy } from '../helpers/s3-conditional-proxy.ts';

@@ -7,8 +7,8 @@ import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import { systemClock } from '../../src/core/clock.ts';
 import { AlpError } from '../../src/core/errors.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
-import { createContext } from '../../src/lifecycle/context.ts';
 import { propose, withdraw } from '../../src/lifecycle/transitions.ts';
+import { createContext } from '../../src/runtime/context.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 

@@ -1,7 +1,8 @@
 /**
  * The installation-wide system items every epoch-taking or publishing operation checks inside its own
- * transaction (DESIGN §6): the epoch (SYS#installation/EPOCH), the restore hold
- * (SYS#installation/RESTORE_HOLD) and the maintenance fence (SYS#installation/FENCE, see audit/chain).
+ * transaction (docs/design.md §3): the epoch (SYS#installation/EPOCH, with one EPOCH#{n} record per advance),
+ * the restore hold (SYS#installation/RESTORE_HOLD) and the content root (CONTENT_ROOT). The maintenance
+ * fence is system/fence.ts; the whole interface is system/index.ts.
  */
 import { ConditionFailed, Conflict, RestoreHeld, StaleEpoch } from '../core/errors.ts';
 import { CONTENT_ROOT_SK, EPOCH_RECORD_SK_PREFIX, EPOCH_SK, epochRecordSk, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';

@@ -1,14 +1,16 @@
 /**
- * The maintenance fence (DESIGN §6, seed 004 "Trusted maintenance contract"): one exclusive,
- * epoch-stamped item, SYS#installation / FENCE. While it is held every publisher is refused with
- * MAINTENANCE, because every publisher's own transaction checks `attrNotExists(holder)` on it
- * (audit/chain fenceCheck), on DynamoDB across nodes too; a competing maintenance is refused the same
+ * The maintenance fence (docs/design.md §3, seed 004 "Trusted maintenance contract"), all of it: its check,
+ * its acquisition, its release and (system/recovery.ts) its crash recovery. Today it is one exclusive,
+ * epoch-stamped item, SYS#installation / FENCE, and only this file builds its key. While it is held
+ * every publisher is refused with MAINTENANCE, because every publisher's own transaction carries
+ * `fenceCheck(scope)` (audit/chain commitAudited), on DynamoDB across nodes too; a competing
+ * maintenance is refused the same
  * way, and a maintenance that names an old epoch is refused with STALE_EPOCH.
  *
  * The fence expires only by explicit release (withMaintenance releases it when its function returns)
  * or, after a crash, by recovery in a newer epoch: an operator advances the epoch (`alp epoch
  * advance`), then `alp maintenance release --epoch N` takes the abandoned fence over in epoch N, runs
- * the registered recovery steps under it (recovery-steps.ts) and only then releases it. Until then
+ * the registered recovery steps under it (system/recovery.ts) and only then releases it. Until then
  * publishers stay refused. A zombie holder of the old epoch is fenced out too: its own transactions
  * carry `handle.checks()` (its fence token and its epoch), which fail once the fence was taken over.
  *
@@ -16,12 +18,52 @@
  * `handle.commit(ops)` / `handle.checks()`, which condition on holding the fence instead.
  */
 import os from 'node:os';
-import { fenceKey } from '../audit/chain.ts';
+import type { Clock } from '../core/clock.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, RestoreHeld, StaleEpoch } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import { cond, type Item, type TransactOp } from '../store/item-store.ts';
-import { epochCheck, noRestoreHoldCheck, readEpoch } from './system.ts';
+import { FENCE_SK, SYS_PK } from '../core/keys.ts';
+import { cond, type Item, type ItemStore, type TransactOp } from '../store/item-store.ts';
+import { epochCheck, noRestoreHoldCheck, readEpoch } from './state.ts';
+
+/** What the fence needs from a ServiceContext (system/context.ts): the item store and the clock. */
+export interface FenceDeps {
+  items: ItemStore;
+  clock: Clock;
+}
+
+/**
+ * What a publisher's write touches, for the fence check. Every scope maps to the one installation-wide
+ * FENCE item today; issue 13 may map a scope to its shard or lease item behind this same interface
+ * (one check per scope, so callers' failed-index arithmetic holds), so callers name what they publish
+ * and never build a fence key.
+ */
+export type FenceScope = { kind: 'artifacts'; ids: readonly string[] } | { kind: 'telemetry' } | { kind: 'installation' };
+
+const INSTALLATION_SCOPE: FenceScope = { kind: 'installation' };
+
+/** The FENCE item. Only this module reads or writes it; exported for tests that plant a fence. */
+export const fenceKey = { PK: SYS_PK, SK: FENCE_SK };
+
+/** The fence item guarding `scope` (the global FENCE, today). */
+function fenceKeyFor(_scope: FenceScope): { PK: string; SK: string } {
+  return fenceKey;
+}
+
+/** The check operation every publisher's transaction carries: it holds only while no fence guarding `scope` is held. */
+export function fenceCheck(scope: FenceScope = INSTALLATION_SCOPE): TransactOp {
+  return { op: 'check', key: fenceKeyFor(scope), condition: cond.attrNotExists('holder') };
+}
+
+/** Fails fast (before any bytes are written) with MAINTENANCE when a fence guarding `scope` is held. */
+export async function assertNotFenced(deps: Pick<FenceDeps, 'items'>, scope: FenceScope = INSTALLATION_SCOPE): Promise<void> {
+  const fence = await deps.items.get(fenceKeyFor(scope), { consistent: true });
+  if (fence?.holder !== undefined) throw new MaintenanceInProgress(undefined, { holder: fence.holder, epoch: fence.epoch });
+}
+
+/** Whether a fence guarding `scope` is held right now (a read, for work that defers while fenced). */
+export async function isFenced(deps: Pick<FenceDeps, 'items'>, scope: FenceScope = INSTALLATION_SCOPE): Promise<boolean> {
+  return (await deps.items.get(fenceKeyFor(scope), { consistent: true }))?.holder !== undefined;
+}
 
 export interface FenceInfo {
   /** Who holds it: an operator-readable owner label (e.g. "retention os:alice"). */
@@ -78,7 +120,7 @@ function toFence(item: Item | undefined): FenceInfo | undefined {
 }
 
 /** The fence, when one is held. */
-export async function readFence(ctx: Pick<ServiceContext, 'items'>): Promise<FenceInfo | undefined> {
+export async function readFence(ctx: Pick<FenceDeps, 'items'>): Promise<FenceInfo | undefined> {
   return toFence(await ctx.items.get(fenceKey, { consistent: true }));
 }
 
@@ -88,7 +130,7 @@ export async function readFence(ctx: Pick<ServiceContext, 'items'>): Promise<Fen
  * was read), and optionally no restore hold is set.
  */
 export async function acquireMaintenance(
-  ctx: ServiceContext,
+  ctx: FenceDeps,
   epoch: number,
   owner: string,
   opts: MaintenanceOptions = {},
@@ -145,7 +187,7 @@ function fenceHeldError(current: FenceInfo | undefined, epoch: number): Maintena
   );
 }
 
-function handleFor(ctx: ServiceContext, fence: FenceInfo, abandoned: FenceInfo | undefined): MaintenanceHandle {
+function handleFor(ctx: FenceDeps, fence: FenceInfo, abandoned: FenceInfo | undefined): MaintenanceHandle {
   const checks = (): TransactOp[] => [
     { op: 'check', key: fenceKey, condition: cond.and(cond.eq('token', fence.token), cond.eq('epoch', fence.epoch)) },
     epochCheck(fence.epoch),
@@ -181,7 +223,7 @@ function handleFor(ctx: ServiceContext, fence: FenceInfo, abandoned: FenceInfo |
 }
 
 /** Releases the fence this handle holds (a conditional delete on its token). */
-export async function releaseMaintenance(ctx: ServiceContext, handle: MaintenanceHandle): Promise<void> {
+export async function releaseMaintenance(ctx: FenceDeps, handle: MaintenanceHandle): Promise<void> {
   try {
     await ctx.items.delete(fenceKey, { condition: cond.eq('token', handle.fence.token) });
   } catch (e) {
@@ -198,7 +240,7 @@ export async function releaseMaintenance(ctx: ServiceContext, handle: Maintenanc
  * when `fn` returns or throws (unless holdOnFailure); a crash leaves it held until recovery.
  */
 export async function withMaintenance<T>(
-  ctx: ServiceContext,
+  ctx: FenceDeps,
   epoch: number,
   owner: string,
   fn: (m: MaintenanceHandle) => Promise<T>,
@@ -223,7 +265,7 @@ export interface FenceStatus {
   abandoned: boolean;
 }
 
-export async function maintenanceStatus(ctx: ServiceContext): Promise<FenceStatus> {
+export async function maintenanceStatus(ctx: FenceDeps): Promise<FenceStatus> {
   const [fence, epoch] = await Promise.all([readFence(ctx), readEpoch(ctx.items)]);
   return { epoch, fence, abandoned: fence !== undefined && fence.epoch < epoch };
 }

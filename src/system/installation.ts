@@ -1,3 +1,8 @@
+/**
+ * The installation record (SYS#installation / INSTALLATION): the installation id, when it was
+ * created, the schema version it was written with (checked by system/schema.ts), and whether the
+ * bootstrap tokens were shown.
+ */
 import { ConditionFailed } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { INSTALLATION_SK, SYS_PK } from '../core/keys.ts';

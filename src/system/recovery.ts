@@ -5,37 +5,15 @@
  * it, and releases it only when they all succeeded.
  *
  * Plug point: a service whose maintenance work can be interrupted half-way (the retention purge
- * journal: PREPARED records to review and retry) adds its step to `maintenanceRecoverySteps`.
+ * journal: PREPARED records to review and retry; interrupted backups) is registered as a step on the
+ * context by `runtime/context.ts` (`ctx.recoverySteps`, run in order).
  */
 import { MaintenanceInProgress, StaleEpoch } from '../core/errors.ts';
-import type { ServiceContext } from '../lifecycle/context.ts';
-import { type FenceInfo, type MaintenanceHandle, readFence, withMaintenance } from './maintenance.ts';
-import { readEpoch } from './system.ts';
+import type { MaintenanceRecoveryStep, RecoveryOptions, ServiceContext } from './context.ts';
+import { type FenceInfo, readFence, withMaintenance } from './fence.ts';
+import { readEpoch } from './state.ts';
 
-/** What the operator gives a recovery besides the epoch. */
-export interface RecoveryOptions {
-  /** Digests to keep: honoured by every step that could unlink content (with the pins it recorded). */
-  pins?: string[];
-}
-
-export interface MaintenanceRecoveryStep {
-  name: string;
-  /** Runs under the taken-over fence; `m.abandoned` is the fence the crashed maintenance left. */
-  run(ctx: ServiceContext, m: MaintenanceHandle, opts: RecoveryOptions): Promise<Record<string, unknown> | undefined>;
-}
-
-/**
- * The steps every recovery runs, in order: interrupted backups are settled (a fenced-scan backup that
- * died left the fence and a PENDING record), then the retention purge journal is reviewed and retried.
- */
-export async function maintenanceRecoverySteps(): Promise<MaintenanceRecoveryStep[]> {
-  const { recoverPreparedPurges } = await import('../retention/recovery-step.ts');
-  const { settleInterruptedBackups } = await import('./backup.ts');
-  return [
-    { name: 'backups: settle interrupted backups', run: async (ctx) => ({ ...(await settleInterruptedBackups(ctx)) }) },
-    { name: 'retention: review and retry interrupted purges', run: recoverPreparedPurges },
-  ];
-}
+export type { MaintenanceRecoveryStep, RecoveryOptions } from './context.ts';
 
 export interface RecoveryResult {
   recovered: boolean;
@@ -66,7 +44,7 @@ export async function recoverMaintenance(
       { holder: fence.holder, epoch: fence.epoch },
     );
   }
-  const list = steps ?? (await maintenanceRecoverySteps());
+  const list = steps ?? ctx.recoverySteps;
   return withMaintenance(
     ctx,
     epoch,

@@ -1,0 +1,51 @@
+/**
+ * The audit hash (docs/design.md, audit hash format): every audit item's `hash` is the sha256 of the
+ * canonical JSON of the item without `hash`, without its declared view fields and without upload
+ * reservations. Kept apart from the chain writer (chain.ts) so the policy and verification code can
+ * hash without importing the writer.
+ */
+import { canonicalDigest } from '../core/canonical-json.ts';
+import type { Digest } from '../core/digest.ts';
+
+export const AUDIT_TYPES = [
+  'transition',
+  'approval',
+  'execution',
+  'execution_output',
+  'execution_finish',
+  'provenance',
+  'compensation',
+] as const;
+export type AuditType = (typeof AUDIT_TYPES)[number];
+
+/** Attributes an audit item may change after it was written (read views), excluded from its hash. */
+export const VIEW_FIELDS: Record<AuditType, readonly string[]> = {
+  transition: [],
+  approval: [],
+  execution: ['status', 'exit_code', 'finished_at', 'outputs', 'archive_objects'],
+  execution_output: [],
+  execution_finish: [],
+  provenance: [],
+  compensation: ['state', 'GSI1PK', 'GSI1SK', 'updated_at'],
+};
+/** Upload reservations on execution items (`reserved:{name}`) are views too. */
+export const RESERVATION_PREFIX = 'reserved:';
+
+export function isAuditType(t: unknown): t is AuditType {
+  return typeof t === 'string' && (AUDIT_TYPES as readonly string[]).includes(t);
+}
+
+export function hashedPart(item: Record<string, unknown>): Record<string, unknown> {
+  const type = item.type;
+  const copy: Record<string, unknown> = {};
+  const view = isAuditType(type) ? VIEW_FIELDS[type] : [];
+  for (const [k, v] of Object.entries(item)) {
+    if (k === 'hash' || view.includes(k) || k.startsWith(RESERVATION_PREFIX)) continue;
+    copy[k] = v;
+  }
+  return copy;
+}
+
+export function auditHash(item: Record<string, unknown>): Digest {
+  return canonicalDigest(hashedPart(item));
+}

@@ -1,0 +1,36 @@
+/**
+ * Builds the ServiceContext every entry point and test uses and registers the services' hooks on it,
+ * so services reach each other's rules through the context instead of importing each other:
+ * - publish checks: the retention publisher guard (retention/guard.ts) joins every audit commit that
+ *   makes uploaded objects referenced;
+ * - recovery steps: maintenance crash recovery (system/recovery.ts) settles interrupted backups, then
+ *   reviews and retries interrupted retention purges, in that order.
+ * Audit sinks (the telemetry outbox) are attached by `attachAuditSinks` (runtime/sinks.ts), which the
+ * entry points call after this.
+ */
+import { settleInterruptedBackups } from '../recovery/backup.ts';
+import { publishChecks } from '../retention/guard.ts';
+import { recoverPreparedPurges } from '../retention/recovery-step.ts';
+import {
+  type ContextParts,
+  createContext as createBareContext,
+  type MaintenanceRecoveryStep,
+  type PublishCheck,
+  type ServiceContext,
+} from '../system/context.ts';
+
+export type { AuditEvent, AuditSink, ServiceContext } from '../system/context.ts';
+
+/** The publish checks every context carries. */
+export const PUBLISH_CHECKS: readonly PublishCheck[] = [publishChecks];
+
+/** The steps every maintenance crash recovery runs, in order. */
+export const RECOVERY_STEPS: readonly MaintenanceRecoveryStep[] = [
+  { name: 'backups: settle interrupted backups', run: async (ctx) => ({ ...(await settleInterruptedBackups(ctx)) }) },
+  { name: 'retention: review and retry interrupted purges', run: recoverPreparedPurges },
+];
+
+/** A context with the services' publish checks and recovery steps registered (and no audit sinks yet). */
+export function createContext(parts: ContextParts): ServiceContext {
+  return createBareContext({ publishChecks: [...PUBLISH_CHECKS], recoverySteps: [...RECOVERY_STEPS], ...parts });
+}

@@ -1,0 +1,82 @@
+/**
+ * What every service operation receives: the two contracts, the clock, and the registrations other
+ * services plug into the shared paths (audit sinks and publish checks into every audit transaction,
+ * recovery steps into maintenance crash recovery). `runtime/context.ts` builds the context every
+ * entry point and test uses and registers the services' hooks there, so no service imports another
+ * to reach a hook (docs/design.md, layers).
+ */
+import type { ContentStore } from '../content/content-store.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Item, ItemStore, TransactOp } from '../store/item-store.ts';
+import type { MaintenanceHandle } from './fence.ts';
+
+/** One process that owns upload reservations (lifecycle/instance.ts). */
+export interface ProcessInstance {
+  id: string;
+  host: string;
+  pid: number;
+}
+
+export interface ServiceContext {
+  items: ItemStore;
+  content: ContentStore;
+  clock: Clock;
+  /** Extra operations added to every audit transaction (e.g. telemetry enqueue). */
+  auditSinks: AuditSink[];
+  /**
+   * Checks added to every audit transaction that makes uploaded object keys referenced (the retention
+   * publisher guard, registered by runtime/). A failed check refuses the commit.
+   */
+  publishChecks: PublishCheck[];
+  /** The steps maintenance crash recovery runs, in order (system/recovery.ts; registered by runtime/). */
+  recoverySteps: MaintenanceRecoveryStep[];
+  /** The process instance that owns this context's upload reservations (default: this process). */
+  instance?: ProcessInstance;
+}
+
+export interface AuditEvent {
+  event_id: string;
+  type: string;
+  aggregate_id: string;
+  timestamp: string;
+}
+
+/**
+ * A sink adds `ops` to the audit transaction. If one of its conditions fails (a full queue), the
+ * transaction is retried with `fallback` instead, so the audit write itself always commits.
+ */
+export interface AuditSink {
+  opsFor(events: AuditEvent[]): Promise<{ ops: TransactOp[]; fallback: TransactOp[] }>;
+  /**
+   * Told the audit entries of a transaction once it committed (the HTTP server's transitions metric).
+   * Observation only: a sink that throws here never fails the committed write.
+   */
+  committed?(entries: readonly Item[]): void;
+}
+
+/** The check operations a commit that publishes `keys` (object keys in `content`) must also pass. */
+export type PublishCheck = (content: ContentStore, keys: readonly string[]) => TransactOp[];
+
+/** What the operator gives a recovery besides the epoch. */
+export interface RecoveryOptions {
+  /** Digests to keep: honoured by every step that could unlink content (with the pins it recorded). */
+  pins?: string[];
+}
+
+/** A step of maintenance crash recovery (system/recovery.ts), registered on the context by runtime/. */
+export interface MaintenanceRecoveryStep {
+  name: string;
+  /** Runs under the taken-over fence; `m.abandoned` is the fence the crashed maintenance left. */
+  run(ctx: ServiceContext, m: MaintenanceHandle, opts: RecoveryOptions): Promise<Record<string, unknown> | undefined>;
+}
+
+export type ContextParts = Pick<ServiceContext, 'items' | 'content' | 'clock'> & Partial<ServiceContext>;
+
+/**
+ * A context with no registrations unless `parts` brings them. Entry points and tests use
+ * `runtime/context.ts` createContext, which registers the services' hooks; a service that needs a
+ * context of its own derives it from the one it was given (`{ ...ctx, clock }`) or uses this.
+ */
+export function createContext(parts: ContextParts): ServiceContext {
+  return { auditSinks: [], publishChecks: [], recoverySteps: [], ...parts };
+}
