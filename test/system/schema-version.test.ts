@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { AlpError } from '../../src/core/errors.ts';
 import { INSTALLATION_SK, SYS_PK, TELQ_PK, TELQ_STATE_SK } from '../../src/core/keys.ts';
 import { openInstallation } from '../../src/runtime/open.ts';
+import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
 import type { ItemStore } from '../../src/store/item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
 import { initInstallation } from '../../src/system/installation.ts';
@@ -21,6 +22,7 @@ import { TelemetryQueue } from '../../src/telemetry/queue.ts';
 import { alpJson, runAlp } from '../helpers/cli.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
+import { sharedDynamoLocal } from '../helpers/dynamodb-local.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 after(stopDistributedServers);
@@ -225,5 +227,26 @@ test('the CLI refuses an installation written by a newer ALP with exit 4 and one
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM items').get() as { n: number }).n, before);
   } finally {
     db.close();
+  }
+});
+
+test('a DynamoDB table not created yet passes the opening check as unreadable (init creates it) and fails the strict one', async () => {
+  const l = await sharedDynamoLocal();
+  const items = await DynamoItemStore.open(
+    { engine: 'dynamodb', table: l.tableName('unprepared'), region: l.region, endpoint: l.endpoint },
+    { credentials: l.credentials, baseDelayMs: 5, maxDelayMs: 20, maxAttempts: 2 },
+  );
+  try {
+    const skipped = await checkSchema(items, { unreadable: 'skip' });
+    assert.deepEqual(
+      skipped.map((s) => [s.component, s.unreadable]),
+      [
+        ['installation', true],
+        ['telemetry_queue', true],
+      ],
+    );
+    await assert.rejects(checkSchema(items), (e: unknown) => e instanceof AlpError && !(e instanceof SchemaTooNew));
+  } finally {
+    await items.close();
   }
 });
