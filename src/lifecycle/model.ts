@@ -1,5 +1,5 @@
 /**
- * The shapes of the items the lifecycle writes (DESIGN §3). Items are plain attribute maps in the
+ * The shapes of the items the lifecycle writes (docs/data-model.md). Items are plain attribute maps in the
  * store; these types name their attributes.
  */
 import type { Digest } from '../core/digest.ts';

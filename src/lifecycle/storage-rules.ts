@@ -39,7 +39,7 @@ export interface Deviation {
   reason: string;
 }
 
-/** The bucket rules that implement RFC §9.3 on S3, and every place they differ from it. */
+/** The bucket rules that implement RFC-012 §9.3 on S3, and every place they differ from it. */
 export function plannedRules(): { rules: LifecycleRule[]; deviations: Deviation[] } {
   const rules: LifecycleRule[] = [];
   const deviations: Deviation[] = [];
@@ -108,7 +108,7 @@ export interface StorageStatus {
   objects?: ObjectClass[];
 }
 
-/** The class an object of `prefix` has (or would have) at `ageDays` under RFC §9.3. */
+/** The class an object of `prefix` has (or would have) at `ageDays` under RFC-012 §9.3. */
 export function rfcClass(key: string, ageDays: number): StorageClass {
   const rule = RFC_RULES.find((r) => key.startsWith(r.prefix));
   if (!rule) return 'STANDARD';

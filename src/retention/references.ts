@@ -21,7 +21,7 @@ import { scanForDigests } from './digest-scan.ts';
 
 /** Prefixes whose objects may be referenced by key strings found in items. */
 const KEY_PREFIXES = ['artifacts/', 'executions/', 'archive/', 'provenance/', HISTORY_SEGMENT_PREFIX];
-/** Immutable digest files: the only retention candidates (seed 004; DESIGN §6). */
+/** Immutable digest files: the only retention candidates (seed 004; docs/design.md §6 "retention quarantine"). */
 export const CANDIDATE_PREFIXES = ['artifacts/', 'executions/', 'archive/'] as const;
 
 /**

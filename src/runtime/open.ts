@@ -11,6 +11,7 @@ import { describeContent, describeMetadata, type StorageConfig } from '../core/c
 import { UsageError } from '../core/errors.ts';
 import { openItemStore } from '../store/open.ts';
 import { type Tightened, tightenInstallation } from '../store/sqlite/file-modes.ts';
+import { checkSchema } from '../system/schema.ts';
 import { createContext, type ServiceContext } from './context.ts';
 import { attachAuditSinks } from './sinks.ts';
 
@@ -54,6 +55,13 @@ export async function openInstallation(config: StorageConfig, clock: Clock): Pro
     await items.close();
     throw unopenable(`the content store ${describeContent(config.content)}`, e);
   }
+  // A layout newer than this code refuses; an older one migrates (docs/design.md, "Schema versions").
+  // A store that cannot be read yet (a DynamoDB table `init` or `restore` is about to create) is
+  // checked by startInstallation once prepared; every other failure (a verdict, a migration) stops us.
+  await checkSchema(items, { unreadable: 'skip' }).catch(async (e: unknown) => {
+    await Promise.all([content.close(), items.close()]);
+    throw e;
+  });
   const ctx = createContext({ items, content, clock });
   await attachAuditSinks(ctx);
   return {
