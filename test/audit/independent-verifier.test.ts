@@ -1,6 +1,6 @@
 /**
  * The audit hash format of docs/audit-format.md is precise enough for an independent verifier: a
- * Python script that shares no code with ALP (scripts/verify-audit-sqlite.py: its own canonical JSON,
+ * Python script that shares no code with ALP (scripts/verify-audit.py: its own canonical JSON,
  * its own view-field table) recomputes every hash and link of a real SQLite installation that walked
  * every state, and agrees with ALP; a changed hashed attribute, a view field, and a broken link are
  * told apart as the format says.
@@ -8,13 +8,16 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
 import { embeddedContext } from '../helpers/context.ts';
+import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
 import { walkEveryState } from '../helpers/walk.ts';
 
-const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/verify-audit-sqlite.py');
+after(stopDistributedServers);
+
+const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/verify-audit.py');
 
 interface Report {
   artifacts: number;
@@ -23,8 +26,8 @@ interface Report {
   findings: Array<{ artifact: string; seq: number | null; finding: string }>;
 }
 
-function pyVerify(dbPath: string): { code: number; report: Report } {
-  const r = spawnSync('python3', [SCRIPT, dbPath], { encoding: 'utf8' });
+function pyVerify(source: string, env: Record<string, string> = {}): { code: number; report: Report } {
+  const r = spawnSync('python3', [SCRIPT, source], { encoding: 'utf8', env: { ...process.env, ...env } });
   assert.equal(r.stderr, '', r.stderr);
   return { code: r.status ?? -1, report: JSON.parse(r.stdout) as Report };
 }
@@ -85,5 +88,33 @@ test('python3 recomputes every audit hash and link of a walked SQLite installati
     ]);
   } finally {
     db.close();
+  }
+});
+
+test('python3 recomputes every audit hash and link of a walked DynamoDB Local installation, read through boto3', async () => {
+  const inst = await distributedInstallation();
+  try {
+    const { id, compensations } = await walkEveryState(inst.ctx);
+    assert.equal((await verifyArtifactAudit(inst.ctx, id)).ok, true);
+    const { code, report } = pyVerify(inst.metadataUrl, inst.env);
+    assert.deepEqual(report.findings, []);
+    assert.equal(code, 0);
+    assert.equal(report.artifacts, 1 + compensations.length);
+    assert.ok(report.entries >= 30, `entries ${report.entries}`);
+
+    // A hashed attribute changed in the table is found.
+    const exec = (await inst.ctx.items.query({ pk: `ART#${id}`, sk: { beginsWith: 'EXEC#' }, consistent: true })).items.find(
+      (i) => i.type === 'execution',
+    );
+    assert.ok(exec);
+    await inst.ctx.items.update({ PK: exec.PK, SK: exec.SK }, { set: { started_by: { id: 'mallory', kind: 'human' } } });
+    const tampered = pyVerify(inst.metadataUrl, inst.env);
+    assert.equal(tampered.code, 1);
+    assert.deepEqual(
+      tampered.report.findings.map((f) => f.finding),
+      ['hash mismatch'],
+    );
+  } finally {
+    await inst.close();
   }
 });

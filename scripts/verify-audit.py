@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """
-An independent verifier of ALP audit chains in an embedded (SQLite) installation, written from
-docs/audit-format.md alone: it shares no code with ALP. Usage:
+An independent verifier of ALP audit chains, written from docs/audit-format.md alone: it shares no
+code with ALP. It reads the metadata store directly:
 
-    python3 scripts/verify-audit-sqlite.py PATH/alp.db
+    python3 scripts/verify-audit.py PATH/alp.db                                   # embedded (SQLite)
+    python3 scripts/verify-audit.py 'dynamodb://TABLE?region=R&endpoint=URL'      # distributed (boto3)
 
-Prints one JSON document {"artifacts": N, "entries": N, "segments": N, "findings": [...]} and exits 0
-when every hot chain verifies, 1 when there is a finding. Chains with packed history segments are
-verified from their first hot entry (the segments live in the content store; this script reads only
-the database) and counted in "segments".
+(DynamoDB credentials from the usual AWS_* environment variables.) Prints one JSON document
+{"artifacts": N, "entries": N, "segments": N, "findings": [...]} and exits 0 when every hot chain
+verifies, 1 when there is a finding. Chains with packed history segments are verified from their first
+hot entry, linked to the last segment's recorded hash (the segments live in the content store; this
+script reads only the metadata) and counted in "segments".
 """
 import decimal
 import hashlib
@@ -16,6 +18,7 @@ import json
 import re
 import sqlite3
 import sys
+import urllib.parse
 
 AUDIT_TYPES = {"transition", "approval", "execution", "execution_output", "execution_finish", "provenance", "compensation"}
 VIEW_FIELDS = {
@@ -83,16 +86,59 @@ def audit_hash(item):
     return "sha256:" + hashlib.sha256(text).hexdigest()
 
 
-def main(db_path):
+def sqlite_items(db_path):
+    """Every ART# item of an embedded installation: the attrs JSON plus the key columns."""
     con = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
+    try:
+        for pk, sk, g1pk, g1sk, attrs in con.execute("SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK LIKE 'ART#%'"):
+            item = json.loads(attrs)
+            item["PK"], item["SK"] = pk, sk
+            if g1pk is not None:
+                item["GSI1PK"] = g1pk
+            if g1sk is not None:
+                item["GSI1SK"] = g1sk
+            yield item
+    finally:
+        con.close()
+
+
+def plain(v):
+    """boto3's DynamoDB values as JSON values (numbers come back as Decimal)."""
+    if isinstance(v, decimal.Decimal):
+        return int(v) if v == v.to_integral_value() else float(v)
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v
+
+
+def dynamodb_items(url):
+    """Every ART# item of a distributed installation (a consistent scan of the base table)."""
+    import boto3
+    from boto3.dynamodb.types import TypeDeserializer
+
+    parsed = urllib.parse.urlparse(url)
+    query = dict(urllib.parse.parse_qsl(parsed.query))
+    client = boto3.client("dynamodb", region_name=query.get("region", "us-east-1"), endpoint_url=query.get("endpoint"))
+    des = TypeDeserializer()
+    args = {"TableName": parsed.netloc, "ConsistentRead": True}
+    while True:
+        page = client.scan(**args)
+        for raw in page.get("Items", []):
+            item = plain({k: des.deserialize(v) for k, v in raw.items()})
+            if item.get("PK", "").startswith("ART#"):
+                yield item
+        if "LastEvaluatedKey" not in page:
+            break
+        args["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def main(source):
+    items = dynamodb_items(source) if source.startswith("dynamodb://") else sqlite_items(source)
     chains, heads, segments = {}, {}, {}
-    for pk, sk, g1pk, g1sk, attrs in con.execute("SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK LIKE 'ART#%'"):
-        item = json.loads(attrs)
-        item["PK"], item["SK"] = pk, sk
-        if g1pk is not None:
-            item["GSI1PK"] = g1pk
-        if g1sk is not None:
-            item["GSI1SK"] = g1sk
+    for item in items:
+        pk, sk = item["PK"], item["SK"]
         if sk == "HEAD" and item.get("type") == "head":
             heads[pk] = item
         elif item.get("type") == "history_segment":
@@ -139,6 +185,6 @@ def main(db_path):
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.stderr.write("usage: verify-audit-sqlite.py PATH/alp.db\n")
+        sys.stderr.write("usage: verify-audit.py PATH/alp.db | dynamodb://TABLE?region=R&endpoint=URL\n")
         sys.exit(2)
     sys.exit(main(sys.argv[1]))
