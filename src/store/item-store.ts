@@ -196,7 +196,7 @@ export interface ItemStore {
    * copies the table may keep its temporary copy (default: beside the table); closing removes it.
    */
   snapshot(opts?: { dir?: string }): Promise<ItemSnapshot>;
-  /** Releases the engine; any later call fails with StorageFailure (the store is closed). */
+  /** Releases the engine; idempotent. Any later call fails with InternalError (a bug of the caller). */
   close(): Promise<void>;
 }
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ConditionFailed, InvalidInput, StorageFailure, Throttled } from '../../src/core/errors.ts';
+import { ConditionFailed, InternalError, InvalidInput, StorageFailure, Throttled } from '../../src/core/errors.ts';
 import {
   type Condition,
   cond,
@@ -113,14 +113,14 @@ export function itemStoreConformance(h: ItemStoreHarness): void {
         assert.equal(await store.get({ PK: n, SK: 's' }), undefined);
       });
 
-      it('a closed store fails every call with StorageFailure, and closing twice is fine', async () => {
+      it('a closed store fails every call with InternalError (a bug of the caller), and closing twice is fine', async () => {
         const closed = await h.open();
         await closed.close();
         await closed.close();
         const n = ns();
         const storage = (e: unknown) => {
-          assert.ok(e instanceof StorageFailure, `StorageFailure, got ${String(e)}`);
-          assert.equal(e.code, 'STORAGE');
+          assert.ok(e instanceof InternalError && /closed/.test(e.message), `InternalError, got ${String(e)}`);
+          assert.equal(e.code, 'INTERNAL');
           return true;
         };
         await assert.rejects(closed.get({ PK: n, SK: 's' }), storage);

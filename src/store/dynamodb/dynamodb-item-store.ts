@@ -50,7 +50,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { describeMetadata, type MetadataConfig } from '../../core/config.ts';
-import { InternalError, InvalidInput, StorageFailure, Throttled } from '../../core/errors.ts';
+import { InternalError, InvalidInput, Throttled } from '../../core/errors.ts';
 import { forEachLimited } from '../../core/limit.ts';
 import type {
   Item,
@@ -529,7 +529,7 @@ export class DynamoItemStore implements ItemStore {
     this.counters.clear();
   }
 
-  /** Idempotent; later calls fail with StorageFailure. */
+  /** Idempotent; later calls fail with InternalError. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -554,7 +554,8 @@ export class DynamoItemStore implements ItemStore {
 
   /** Sends one request with the retry rules of the header comment, counting every attempt. */
   private async call<T>(op: DynamoOperation, send: () => Promise<T>, ctx: CallContext): Promise<T> {
-    if (this.closed) throw new StorageFailure(`the DynamoDB item store for ${this.location} is closed`);
+    // Using a store after close() is a bug of the caller, not a storage failure.
+    if (this.closed) throw new InternalError(`the DynamoDB item store for ${this.location} is closed`);
     for (let attempt = 1; ; attempt++) {
       this.bump(op);
       let error: AwsError;

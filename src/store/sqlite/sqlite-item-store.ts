@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ConditionFailed, InvalidInput, StorageFailure, Throttled, toAlpError } from '../../core/errors.ts';
+import { ConditionFailed, InternalError, InvalidInput, Throttled, toAlpError } from '../../core/errors.ts';
 import { randomToken } from '../../core/ids.ts';
 import type { Item, ItemKey, ItemSnapshot, ItemStore, Page, QueryInput, TransactOp, UpdateSpec, WriteOptions } from '../item-store.ts';
 import {
@@ -309,8 +309,9 @@ export class SqliteItemStore implements ItemStore {
     }
   }
 
-  private closedError(): StorageFailure {
-    return new StorageFailure(`the SQLite item store at ${this.location} is closed`);
+  /** Using a store after close() is a bug of the caller, not a storage failure. */
+  private closedError(): InternalError {
+    return new InternalError(`the SQLite item store at ${this.location} is closed`);
   }
 }
 
