@@ -42,6 +42,7 @@ export const REJECTED_KEYS: Array<[string, string]> = [
   ['a/\ud800', 'lone surrogate'],
 ];
 
+// Long by nature: a suite registers one short, independent test per clause of the contract.
 export function contentStoreConformance(h: ContentStoreHarness): void {
   describe(`ContentStore conformance: ${h.name}`, () => {
     let store: ContentStore;
@@ -333,6 +334,7 @@ export function contentStoreConformance(h: ContentStoreHarness): void {
  * the S3 engine runs it through the conditional-write proxy (test/helpers/s3-conditional-proxy.ts),
  * since s3rver itself ignores If-None-Match.
  */
+// Long by nature: a suite registers one short, independent test per clause of the contract.
 export function immutableKeyConformance(h: Pick<ContentStoreHarness, 'name' | 'open' | 'corrupt'>): void {
   describe(`ContentStore conformance, immutable keys: ${h.name}`, () => {
     let store: ContentStore;

@@ -90,6 +90,7 @@ immutableKeyConformance({
   },
 });
 
+// Long by nature: a list of short, independent tests of this engine's own behaviour.
 describe('S3 engine specifics', () => {
   it('sets the storage class on put and copy and reports it in head', async () => {
     const store = await openStore();

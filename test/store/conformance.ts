@@ -44,6 +44,7 @@ async function queryAll(store: ItemStore, q: QueryInput): Promise<{ items: Item[
   return { items, pages };
 }
 
+// Long by nature: a suite registers one short, independent test per clause of the contract.
 export function itemStoreConformance(h: ItemStoreHarness): void {
   describe(`ItemStore conformance: ${h.name}`, () => {
     let store: ItemStore;

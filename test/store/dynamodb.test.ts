@@ -63,6 +63,7 @@ itemStoreConformance({
   },
 });
 
+// Long by nature: a list of short, independent tests of this engine's own behaviour.
 describe('DynamoDB engine specifics', () => {
   let raw: DynamoDBClient;
   before(async () => {
@@ -264,6 +265,7 @@ async function faultProxy(
   };
 }
 
+// Long by nature: a list of short, independent tests of this engine's own behaviour.
 describe('DynamoDB engine retries (faults injected in front of DynamoDB Local)', () => {
   let proxy: Awaited<ReturnType<typeof faultProxy>>;
   let store: DynamoItemStore;
