@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { parseDigest } from '../../core/digest.ts';
-import { UsageError } from '../../core/errors.ts';
+import { ExitCode, UsageError } from '../../core/errors.ts';
 import { localTrustedHost } from '../../retention/host.ts';
 import { explainRetention, retentionPlan, retentionStatus } from '../../retention/report.ts';
 import { ArtifactRetention } from '../../retention/retention.ts';
@@ -71,7 +71,7 @@ export function registerRetentionCommands(program: Command): void {
             ...r.purged.map((k) => `  purged ${k}`),
             ...r.skipped.map((s) => `  skipped ${s.key}: ${s.reason}`),
           ]);
-          if (r.status === 'REFUSED') process.exitCode = 4;
+          if (r.status === 'REFUSED') process.exitCode = ExitCode.CONFLICT;
         } finally {
           await retentionRun.close();
         }
