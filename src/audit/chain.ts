@@ -192,7 +192,13 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
   const sinkParts = await Promise.all(ctx.auditSinks.map((s) => s.opsFor(events)));
   const published = plan.published ?? [];
   const guards = published.length === 0 ? [] : ctx.publishChecks.flatMap((check) => check(ctx.content, published));
-  const core = [...domainOps, ...auditOps, ...headOps, ...guards, fenceCheck()];
+  const core = [
+    ...domainOps,
+    ...auditOps,
+    ...headOps,
+    ...guards,
+    fenceCheck({ kind: 'artifacts', ids: plan.chains.map((c) => c.artifactId) }),
+  ];
   const firstHead = domainOps.length + auditOps.length;
   const firstGuard = firstHead + headOps.length;
   const fenceIndex = firstGuard + guards.length;
