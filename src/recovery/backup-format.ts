@@ -228,12 +228,3 @@ export async function openBackup(dir: string, opts: { expectedManifestDigest?: s
     objects: () => readJsonLines<BackupObject>(path.join(abs, path.basename(manifest.objects.file))),
   };
 }
-
-export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await fs.open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}

@@ -28,8 +28,10 @@ import path from 'node:path';
 import { openContentStore } from '../content/open.ts';
 import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, Conflict, IntegrityError, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
+import { fsyncDir } from '../core/fsync.ts';
 import { newId } from '../core/ids.ts';
 import { BACKUP_SK_PREFIX, backupSk, EPOCH_SK, INSTALLATION_SK, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';
+import { forEachLimited } from '../core/limit.ts';
 import { isImmutableKey } from '../core/object-keys.ts';
 import { processAlive } from '../core/process.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
@@ -45,7 +47,6 @@ import {
   type BackupManifest,
   type BackupObject,
   CONTENT_DIR,
-  fsyncDir,
   ITEMS_FILE,
   isNeverBackedUp,
   JsonLinesWriter,
@@ -445,23 +446,6 @@ async function copyContent(
     await target.close();
   }
   return { dir: CONTENT_DIR, count: list.length, bytes };
-}
-
-export async function forEachLimited<T>(list: T[], limit: number, fn: (x: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed: unknown;
-  const workers = Array.from({ length: Math.max(1, Math.min(limit, list.length)) }, async () => {
-    while (failed === undefined && next < list.length) {
-      const x = list[next++] as T;
-      try {
-        await fn(x);
-      } catch (e) {
-        failed ??= e;
-      }
-    }
-  });
-  await Promise.all(workers);
-  if (failed !== undefined) throw failed;
 }
 
 /** The backup registry, newest first (base table: SYS#installation / BACKUP#…). */

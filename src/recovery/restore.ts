@@ -23,12 +23,13 @@ import { DigestAccumulator } from '../core/digest.ts';
 import { ConditionFailed, Conflict, IntegrityError, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { HEAD_SK, INSTALLATION_SK, RESTORE_SK, restorePk, SYS_PK } from '../core/keys.ts';
+import { forEachLimited } from '../core/limit.ts';
 import type { HeadItem } from '../lifecycle/model.ts';
 import { publishProvenanceDocument } from '../lifecycle/provenance.ts';
 import { cond, type Item, type ItemKey, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { contentRootKey, restoreHoldKey } from '../system/state.ts';
-import { forEachLimited, type PhaseProgress } from './backup.ts';
+import type { PhaseProgress } from './backup.ts';
 import { type BackupManifest, type BackupObject, CONTENT_DIR, isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
 
 export type RestoreStatus = 'RESTORING' | 'RESTORED' | 'ACTIVATED';

@@ -47,7 +47,7 @@ async function open(prefix: string, table?: string): Promise<Distributed> {
     { engine: 'dynamodb', table: table ?? dynamo.tableName('rec'), region: dynamo.region, endpoint: dynamo.endpoint },
     { credentials: s3.credentials, baseDelayMs: 10, maxDelayMs: 200 },
   );
-  await items.ensureTable();
+  await items.prepare();
   const content = await S3ContentStore.open(
     { engine: 's3', bucket: s3.bucket, prefix, region: s3.region, endpoint: s3.endpoint },
     { credentials: s3.credentials },

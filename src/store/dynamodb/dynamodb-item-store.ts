@@ -198,11 +198,6 @@ export class DynamoItemStore implements ItemStore {
     return { created };
   }
 
-  /** @deprecated The old name of prepare(), kept only until every caller's edit is committed (issue 15). */
-  ensureTable(): Promise<{ created: boolean }> {
-    return this.prepare();
-  }
-
   private async describeTable(): Promise<TableDescription | undefined> {
     try {
       const out = await this.call('DescribeTable', () => this.client.send(new DescribeTableCommand({ TableName: this.table })), {
