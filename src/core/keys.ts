@@ -94,6 +94,11 @@ export const BACKUP_SK_PREFIX = 'BACKUP#';
 export const RESTORE_SK = 'RESTORE';
 /** RESTORE#{restore_id} or SYS#installation / RECONCILE#{reconcile_id}: a reconciliation result. */
 export const reconcileSk = (reconcileId: string) => `RECONCILE#${reconcileId}`;
+/** Where a reconciliation record lives: beside its restore, or in the installation's partition without one. */
+export const reconcileKey = (reconcileId: string, restoreId?: string) => ({
+  PK: restoreId === undefined ? SYS_PK : restorePk(restoreId),
+  SK: reconcileSk(reconcileId),
+});
 export const RECONCILE_SK_PREFIX = 'RECONCILE#';
 /** SYS#installation / RESTORE_ACTIVATION: which restore this installation was activated from. */
 export const RESTORE_ACTIVATION_SK = 'RESTORE_ACTIVATION';

@@ -19,8 +19,8 @@ import { createInterface } from 'node:readline';
 import { canonicalDigest, canonicalJson } from '../core/canonical-json.ts';
 import { type Digest, DigestAccumulator, isDigest } from '../core/digest.ts';
 import { IntegrityError, InvalidInput, NotFound } from '../core/errors.ts';
-import { FENCE_SK, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';
 import type { Item, ItemKey } from '../store/item-store.ts';
+import { LIVE_LOCK_KEYS } from '../system/state.ts';
 
 export const BACKUP_FORMAT = 'alp-backup/1';
 export const MANIFEST_FILE = 'manifest.json';
@@ -28,11 +28,8 @@ export const ITEMS_FILE = 'items.jsonl';
 export const OBJECTS_FILE = 'objects.jsonl';
 export const CONTENT_DIR = 'content';
 
-/** Live locks, never data: a backup leaves them out and a restore never writes them from a backup. */
-export const NEVER_BACKED_UP: readonly ItemKey[] = [
-  { PK: SYS_PK, SK: FENCE_SK },
-  { PK: SYS_PK, SK: RESTORE_HOLD_SK },
-];
+/** Live locks, never data (system/state.ts): a backup leaves them out and a restore never writes them. */
+export const NEVER_BACKED_UP: readonly ItemKey[] = LIVE_LOCK_KEYS;
 
 export function isNeverBackedUp(key: ItemKey): boolean {
   return NEVER_BACKED_UP.some((k) => k.PK === key.PK && k.SK === key.SK);

@@ -30,17 +30,17 @@ import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, Conflict, IntegrityError, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { fsyncDir } from '../core/fsync.ts';
 import { newId } from '../core/ids.ts';
-import { BACKUP_SK_PREFIX, backupSk, EPOCH_SK, INSTALLATION_SK, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';
 import { forEachLimited } from '../core/limit.ts';
 import { isImmutableKey } from '../core/object-keys.ts';
 import { processAlive } from '../core/process.ts';
 import { refsOfItem } from '../lifecycle/references.ts';
 import type { Progress } from '../lifecycle/verify-content.ts';
-import { cond, type Item, type ItemSnapshot, type TransactOp } from '../store/item-store.ts';
+import { cond, type Item, type ItemKey, type ItemSnapshot, type TransactOp } from '../store/item-store.ts';
+import { BACKUP_REGISTRY, backupRegistryKey } from '../system/backups.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { type FenceInfo, fenceCheck, readFence, withMaintenance } from '../system/fence.ts';
 import { readInstallation } from '../system/installation.ts';
-import { INITIAL_EPOCH, readEpoch } from '../system/state.ts';
+import { INITIAL_EPOCH, readEpoch, systemFactsOf } from '../system/state.ts';
 import {
   BACKUP_FORMAT,
   type BackupFileInfo,
@@ -109,7 +109,7 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
   const backupId = newId(ctx.clock);
   const partial = path.join(path.dirname(out), `.${path.basename(out)}.partial-${backupId}`);
   await fs.mkdir(partial, { mode: 0o750 });
-  const registryKey = { PK: SYS_PK, SK: backupSk(backupId) };
+  const registryKey = backupRegistryKey(backupId);
   const startedAt = ctx.clock.now().toISOString();
   const record: BackupRecord = {
     backup_id: backupId,
@@ -141,7 +141,7 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
     try {
       // A point-in-time copy is of the instant it was taken; a fenced scan is of the time it runs.
       const read = () =>
-        exportItems(snapshot, partial, registryKey.SK, snapshot.pointInTime ? takenAt : ctx.clock.now().toISOString(), progress('items'));
+        exportItems(snapshot, partial, registryKey, snapshot.pointInTime ? takenAt : ctx.clock.now().toISOString(), progress('items'));
       if (snapshot.pointInTime) exported = await read();
       else {
         // A live scan is consistent only while no publisher commits: read it under the fence.
@@ -252,7 +252,7 @@ export async function settleInterruptedBackups(ctx: Pick<ServiceContext, 'items'
   for (const b of await listBackups(ctx)) {
     if (b.status !== 'PENDING') continue;
     const s = await pendingBackupState(b);
-    const key = { PK: SYS_PK, SK: backupSk(b.backup_id) };
+    const key = backupRegistryKey(b.backup_id);
     try {
       if (s.state === 'complete') {
         await ctx.items.update(key, { set: completeFields(s.manifest) }, { condition: cond.eq('status', 'PENDING') });
@@ -275,7 +275,7 @@ export async function settleInterruptedBackups(ctx: Pick<ServiceContext, 'items'
 
 /** The operator's settlement of a PENDING backup that will never complete (its writer is gone). */
 export async function abandonBackup(ctx: Pick<ServiceContext, 'items'>, backupId: string, by: string): Promise<BackupRecord> {
-  const key = { PK: SYS_PK, SK: backupSk(backupId) };
+  const key = backupRegistryKey(backupId);
   const item = await ctx.items.get(key, { consistent: true });
   if (!item) throw new NotFound(`no backup ${backupId} in the registry`);
   const record = toRecord(item);
@@ -314,7 +314,7 @@ export async function retireBackup(ctx: ServiceContext, backupId: string, by: st
   const why = reason.trim();
   if (why === '' || why.length > MAX_REASON_LENGTH)
     throw new InvalidInput(`a retirement needs a reason of 1–${MAX_REASON_LENGTH} characters`);
-  const key = { PK: SYS_PK, SK: backupSk(backupId) };
+  const key = backupRegistryKey(backupId);
   const item = await ctx.items.get(key, { consistent: true });
   if (!item) throw new NotFound(`no backup ${backupId} in the registry`);
   const record = toRecord(item);
@@ -362,7 +362,7 @@ interface Exported {
   excluded: string[];
 }
 
-async function exportItems(snapshot: ItemSnapshot, dir: string, ownSk: string, snapshotAt: string, progress: Progress): Promise<Exported> {
+async function exportItems(snapshot: ItemSnapshot, dir: string, own: ItemKey, snapshotAt: string, progress: Progress): Promise<Exported> {
   const writer = await JsonLinesWriter.create(path.join(dir, ITEMS_FILE));
   const refs = new Map<string, BackupObject>();
   const excluded: string[] = [];
@@ -374,12 +374,11 @@ async function exportItems(snapshot: ItemSnapshot, dir: string, ownSk: string, s
     do {
       const page = await snapshot.scan(cursor ? { cursor } : {});
       for (const item of page.items) {
-        if (item.PK === SYS_PK) {
-          if (item.SK === RESTORE_HOLD_SK) restoreHeld = true;
-          if (item.SK === EPOCH_SK && typeof item.epoch === 'number') epoch = item.epoch;
-          if (item.SK === INSTALLATION_SK) installationId = item.installation_id as string;
-        }
-        if (isNeverBackedUp(item) || (item.PK === SYS_PK && item.SK === ownSk)) {
+        const facts = systemFactsOf(item);
+        if (facts.restoreHeld) restoreHeld = true;
+        if (facts.epoch !== undefined) epoch = facts.epoch;
+        if (facts.installationId !== undefined) installationId = facts.installationId;
+        if (isNeverBackedUp(item) || (item.PK === own.PK && item.SK === own.SK)) {
           excluded.push(`${item.PK} ${item.SK}`);
           continue;
         }
@@ -454,8 +453,8 @@ export async function listBackups(ctx: Pick<ServiceContext, 'items'>): Promise<B
   let cursor: string | undefined;
   do {
     const page = await ctx.items.query({
-      pk: SYS_PK,
-      sk: { beginsWith: BACKUP_SK_PREFIX },
+      pk: BACKUP_REGISTRY.pk,
+      sk: { beginsWith: BACKUP_REGISTRY.skPrefix },
       descending: true,
       consistent: true,
       ...(cursor ? { cursor } : {}),

@@ -25,7 +25,7 @@ import { type ChainReport, verifyArtifactAudit } from '../audit/verify.ts';
 import { listAll } from '../content/content-store.ts';
 import { ConditionFailed, Conflict, Forbidden, IntegrityError, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { INSTALLATION_SK, reconcileSk, restorePk, SYS_PK } from '../core/keys.ts';
+import { reconcileKey, restorePk } from '../core/keys.ts';
 import { forEachLimited } from '../core/limit.ts';
 import { IMMUTABLE_PREFIXES, isImmutableKey } from '../core/object-keys.ts';
 import type { Principal } from '../lifecycle/model.ts';
@@ -36,9 +36,9 @@ import { type Progress, type VerifyReport, verifyObjects } from '../lifecycle/ve
 import { cond, type Item, type ItemKey, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, fenceCheck } from '../system/fence.ts';
-import { readInstallation } from '../system/installation.ts';
+import { INSTALLATION_ROW, installationIsCheck, readInstallation } from '../system/installation.ts';
 import { activationKey } from '../system/restore-proof.ts';
-import { epochAdvanceOps, readEpoch, restoreHoldKey } from '../system/state.ts';
+import { clearRestoreHoldOp, epochAdvanceOps, readEpoch } from '../system/state.ts';
 import { stateKey } from '../telemetry/queue.ts';
 import type { PhaseProgress } from './backup.ts';
 import { isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
@@ -165,7 +165,7 @@ function preconditionFindings(hasInstallation: boolean, held: Held): ReconcileFi
     findings.push({
       kind: 'restore',
       problem: 'missing',
-      row: `${SYS_PK} ${INSTALLATION_SK}`,
+      row: INSTALLATION_ROW,
       detail: held
         ? 'the installation record is missing: the restore has not written the items yet'
         : 'there is no installation here (nothing was restored, or the restore stopped before it began)',
@@ -416,8 +416,7 @@ async function persist(ctx: ServiceContext, report: ReconcileReport, restore: Re
   const { findings, persisted: _p, ...summary } = report;
   const kept = findings.slice(0, MAX_PERSISTED_FINDINGS);
   const item: Item = {
-    PK: restore ? restorePk(restore.restore_id) : SYS_PK,
-    SK: reconcileSk(report.reconcile_id),
+    ...reconcileKey(report.reconcile_id, restore?.restore_id),
     type: 'reconcile',
     ...summary,
     findings: kept,
@@ -466,7 +465,7 @@ export async function activateRestore(ctx: ServiceContext, reconcileId: string, 
   if (!held) throw new Conflict('no restore hold is set here: there is nothing to activate');
   const r = held.record;
   if (!r) throw new NotFound(`the held restore ${held.restoreId} has no record`);
-  const recKey = { PK: restorePk(r.restore_id), SK: reconcileSk(reconcileId) };
+  const recKey = reconcileKey(reconcileId, r.restore_id);
   const rec = await ctx.items.get(recKey, { consistent: true });
   if (!rec) throw new NotFound(`no reconciliation ${reconcileId} of restore ${r.restore_id}`);
   if (rec.status !== 'VERIFIED') {
@@ -495,8 +494,8 @@ export async function activateRestore(ctx: ServiceContext, reconcileId: string, 
         cond.eq('last_reconcile_status', 'VERIFIED'),
       ),
     },
-    { op: 'delete', key: restoreHoldKey, condition: cond.eq('restore_id', r.restore_id) },
-    { op: 'check', key: { PK: SYS_PK, SK: INSTALLATION_SK }, condition: cond.eq('installation_id', r.installation_id) },
+    clearRestoreHoldOp(r.restore_id),
+    installationIsCheck(r.installation_id),
     fenceCheck(),
     {
       op: 'put',

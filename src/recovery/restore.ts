@@ -22,13 +22,14 @@ import { canonicalJson } from '../core/canonical-json.ts';
 import { DigestAccumulator } from '../core/digest.ts';
 import { ConditionFailed, Conflict, IntegrityError, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { HEAD_SK, INSTALLATION_SK, RESTORE_SK, restorePk, SYS_PK } from '../core/keys.ts';
+import { HEAD_SK, RESTORE_SK, restorePk } from '../core/keys.ts';
 import { forEachLimited } from '../core/limit.ts';
 import type { HeadItem } from '../lifecycle/model.ts';
 import { publishProvenanceDocument } from '../lifecycle/provenance.ts';
 import { cond, type Item, type ItemKey, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { contentRootKey, restoreHoldKey } from '../system/state.ts';
+import { noInstallationCheck } from '../system/installation.ts';
+import { contentRootKey, readRestoreHold, setRestoreHoldOp } from '../system/state.ts';
 import type { PhaseProgress } from './backup.ts';
 import { type BackupManifest, type BackupObject, CONTENT_DIR, isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
 
@@ -101,9 +102,9 @@ export async function readRestoreRecord(ctx: Pick<ServiceContext, 'items'>, rest
 export async function heldRestore(
   ctx: Pick<ServiceContext, 'items'>,
 ): Promise<{ restoreId: string; record: RestoreRecord | undefined } | undefined> {
-  const hold = await ctx.items.get(restoreHoldKey, { consistent: true });
+  const hold = await readRestoreHold(ctx.items);
   if (!hold) return undefined;
-  const restoreId = hold.restore_id as string;
+  const restoreId = hold.restore_id;
   return { restoreId, record: await readRestoreRecord(ctx, restoreId) };
 }
 
@@ -235,13 +236,9 @@ async function beginRestore(
     started_by: actor,
   };
   const ops: TransactOp[] = [
-    {
-      op: 'put',
-      item: { ...restoreHoldKey, type: 'restore_hold', restore_id: restoreId, since: record.started_at },
-      condition: cond.notExists(),
-    },
+    setRestoreHoldOp(restoreId, record.started_at),
     { op: 'put', item: { ...restoreKey(restoreId), type: 'restore', ...record }, condition: cond.notExists() },
-    { op: 'check', key: { PK: SYS_PK, SK: INSTALLATION_SK }, condition: cond.notExists() },
+    noInstallationCheck(),
   ];
   try {
     await ctx.items.transactWrite(ops);

@@ -173,12 +173,15 @@ function inFlight(at: unknown, now: number): boolean {
   return !Number.isFinite(t) || now - t <= UPLOAD_RESERVATION_TTL_MS;
 }
 
-export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}): Promise<ReferenceScan> {
-  const started = Date.now();
-  const now = ctx.clock.now().getTime();
-  /** The digest the items record for an immutable object: what its bytes must hash to when scanned. */
-  const recorded = new Map<string, string>();
-  const refs = new Refs();
+interface ItemReferences {
+  itemCount: number;
+  /** The highest committed version per artifact. */
+  versionsSeen: Map<string, number>;
+  heads: Item[];
+}
+
+/** One pass over every item: the keys and digests they name, in-flight uploads, backup manifests. */
+async function collectItemReferences(ctx: ServiceContext, refs: Refs, recorded: Map<string, string>, now: number): Promise<ItemReferences> {
   const versionsSeen = new Map<string, number>();
   const heads: Item[] = [];
   let itemCount = 0;
@@ -217,6 +220,16 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
     }
     cursor = page.cursor;
   } while (cursor);
+  return { itemCount, versionsSeen, heads };
+}
+
+export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}): Promise<ReferenceScan> {
+  const started = Date.now();
+  const now = ctx.clock.now().getTime();
+  /** The digest the items record for an immutable object: what its bytes must hash to when scanned. */
+  const recorded = new Map<string, string>();
+  const refs = new Refs();
+  const { itemCount, versionsSeen, heads } = await collectItemReferences(ctx, refs, recorded, now);
   // Version numbers reserved on the HEAD but not (yet) committed are uploads in flight, while the
   // latest reservation is recent (HEADs written before reservations were stamped: always).
   for (const h of heads) {

@@ -6,10 +6,12 @@
 import { ConditionFailed } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { INSTALLATION_SK, SYS_PK } from '../core/keys.ts';
-import { cond, type Item } from '../store/item-store.ts';
+import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from './context.ts';
+import { CURRENT_SCHEMA } from './schema.ts';
 
-export const SCHEMA_VERSION = 1;
+/** The schema version this code writes (one number per component: system/schema.ts). */
+export const SCHEMA_VERSION = CURRENT_SCHEMA.installation;
 
 export interface Installation {
   installation_id: string;
@@ -18,6 +20,19 @@ export interface Installation {
 }
 
 const installationKey = { PK: SYS_PK, SK: INSTALLATION_SK };
+
+/** The installation record's row, as findings name it. */
+export const INSTALLATION_ROW = `${SYS_PK} ${INSTALLATION_SK}`;
+
+/** A transaction check that holds only while the installation record names `installationId`. */
+export function installationIsCheck(installationId: string): TransactOp {
+  return { op: 'check', key: installationKey, condition: cond.eq('installation_id', installationId) };
+}
+
+/** A transaction check that holds only while there is no installation record (a restore's target). */
+export function noInstallationCheck(): TransactOp {
+  return { op: 'check', key: installationKey, condition: cond.notExists() };
+}
 
 export async function readInstallation(ctx: ServiceContext): Promise<Installation | undefined> {
   const item = await ctx.items.get(installationKey, { consistent: true });

@@ -5,8 +5,17 @@
  * fence is system/fence.ts; the whole interface is system/index.ts.
  */
 import { ConditionFailed, Conflict, RestoreHeld, StaleEpoch } from '../core/errors.ts';
-import { CONTENT_ROOT_SK, EPOCH_RECORD_SK_PREFIX, EPOCH_SK, epochRecordSk, RESTORE_HOLD_SK, SYS_PK } from '../core/keys.ts';
-import { type Condition, cond, type ItemStore, type TransactOp } from '../store/item-store.ts';
+import {
+  CONTENT_ROOT_SK,
+  EPOCH_RECORD_SK_PREFIX,
+  EPOCH_SK,
+  epochRecordSk,
+  FENCE_SK,
+  INSTALLATION_SK,
+  RESTORE_HOLD_SK,
+  SYS_PK,
+} from '../core/keys.ts';
+import { type Condition, cond, type Item, type ItemKey, type ItemStore, type TransactOp } from '../store/item-store.ts';
 
 export const epochKey = { PK: SYS_PK, SK: EPOCH_SK };
 export const restoreHoldKey = { PK: SYS_PK, SK: RESTORE_HOLD_SK };
@@ -35,7 +44,38 @@ export function noRestoreHoldCheck(): TransactOp {
 }
 
 export async function isRestoreHeld(items: ItemStore): Promise<boolean> {
-  return (await items.get(restoreHoldKey, { consistent: true })) !== undefined;
+  return (await readRestoreHold(items)) !== undefined;
+}
+
+/** The restore hold, when one is set: the restore it names and since when. */
+export async function readRestoreHold(items: ItemStore): Promise<{ restore_id: string; since: string } | undefined> {
+  const hold = await items.get(restoreHoldKey, { consistent: true });
+  return hold ? { restore_id: hold.restore_id as string, since: hold.since as string } : undefined;
+}
+
+/** The transaction operation that sets the restore hold (only where none is set). */
+export function setRestoreHoldOp(restoreId: string, since: string): TransactOp {
+  return { op: 'put', item: { ...restoreHoldKey, type: 'restore_hold', restore_id: restoreId, since }, condition: cond.notExists() };
+}
+
+/** The transaction operation that clears the hold of `restoreId` (and fails if another restore holds it). */
+export function clearRestoreHoldOp(restoreId: string): TransactOp {
+  return { op: 'delete', key: restoreHoldKey, condition: cond.eq('restore_id', restoreId) };
+}
+
+/** Live locks, never data: a backup leaves them out and a restore never writes them from a backup. */
+export const LIVE_LOCK_KEYS: readonly ItemKey[] = [
+  { PK: SYS_PK, SK: FENCE_SK },
+  { PK: SYS_PK, SK: RESTORE_HOLD_SK },
+];
+
+/** What an item met in a full scan (a backup's snapshot) says about the installation-wide state. */
+export function systemFactsOf(item: Item): { restoreHeld?: true; epoch?: number; installationId?: string } {
+  if (item.PK !== SYS_PK) return {};
+  if (item.SK === RESTORE_HOLD_SK) return { restoreHeld: true };
+  if (item.SK === EPOCH_SK && typeof item.epoch === 'number') return { epoch: item.epoch };
+  if (item.SK === INSTALLATION_SK) return { installationId: item.installation_id as string };
+  return {};
 }
 
 /** Fails fast with STALE_EPOCH or RESTORE_HELD before an operation starts (its transaction re-checks). */

@@ -37,12 +37,13 @@ import {
 } from '../core/keys.ts';
 import { cond, type Item, type ItemStore, MAX_TRANSACT_OPS, type SkCondition, type TransactOp } from '../store/item-store.ts';
 import type { AuditEvent, AuditSink } from '../system/context.ts';
-import { epochCheck, noRestoreHoldCheck, readEpoch, restoreHoldKey } from '../system/state.ts';
+import { CURRENT_SCHEMA } from '../system/schema.ts';
+import { epochCheck, noRestoreHoldCheck, readEpoch, readRestoreHold } from '../system/state.ts';
 import { LIMIT_NAMES, resolveLimits, type TelemetryLimits } from './limits.ts';
 import { MAX_PAYLOAD_BYTES, sanitizeJson } from './sanitize.ts';
 
 export const stateKey = { PK: TELQ_PK, SK: TELQ_STATE_SK };
-export const QUEUE_SCHEMA = 1;
+export const QUEUE_SCHEMA = CURRENT_SCHEMA.telemetry_queue;
 
 export const COUNTER_NAMES = ['accepted', 'delivered', 'dropped', 'exhausted', 'live_records', 'live_bytes'] as const;
 export type TelemetryCounters = Record<(typeof COUNTER_NAMES)[number], number>;
@@ -543,7 +544,7 @@ export class TelemetryQueue {
   }
 
   private async preflight(epoch: number): Promise<void> {
-    const [hold, current] = await Promise.all([this.items.get(restoreHoldKey, { consistent: true }), readEpoch(this.items)]);
+    const [hold, current] = await Promise.all([readRestoreHold(this.items), readEpoch(this.items)]);
     if (hold)
       throw new RestoreHeld('a restore hold is in force: telemetry cannot be claimed or acknowledged until the restore is activated');
     if (epoch !== current) throw new StaleEpoch(epoch, current);
@@ -605,45 +606,14 @@ export class TelemetryQueue {
     for (const [i, a] of acks.entries()) {
       const idItem = idItems.get(a.id);
       const rec = idItem ? records.get(idItem.slot as string) : undefined;
-      const refusal: [AckRefusal, string] | undefined = seen.has(a.id)
-        ? ['duplicate', 'it is listed twice']
-        : !idItem || !rec
-          ? ['not_queued', 'it is not queued (already acknowledged, exhausted, or never enqueued)']
-          : rec.lease_token === undefined
-            ? ['not_leased', 'it is not leased; claim it first']
-            : rec.lease_epoch !== epoch
-              ? ['epoch', `its lease was granted in epoch ${String(rec.lease_epoch)}; claim it again`]
-              : rec.lease_owner !== owner
-                ? ['owner', 'it is leased to another owner']
-                : !sameToken(rec.lease_token as string, a.leaseToken)
-                  ? ['token', 'the lease token does not match its current lease']
-                  : atMs >= (rec.lease_expires_ms as number)
-                    ? ['expired', `its lease expired at ${String(rec.lease_expires_at)}`]
-                    : undefined;
+      const refusal = seen.has(a.id) ? (['duplicate', 'it is listed twice'] as const) : ackRefusal(rec, epoch, owner, a.leaseToken, atMs);
       seen.add(a.id);
       if (refusal || !idItem || !rec) {
         const [reason, message] = refusal ?? ['not_queued', 'it is not queued'];
         refuse(i, a.id, reason, message);
         continue;
       }
-      plan.push({
-        index: i,
-        id: a.id,
-        bytes: rec.bytes as number,
-        ops: [
-          {
-            op: 'delete',
-            key: { PK: rec.PK, SK: rec.SK },
-            condition: cond.and(
-              cond.eq('lease_token', a.leaseToken),
-              cond.eq('lease_owner', owner),
-              cond.eq('lease_epoch', epoch),
-              cond.gt('lease_expires_ms', atMs),
-            ),
-          },
-          { op: 'delete', key: { PK: idItem.PK, SK: idItem.SK }, condition: cond.eq('slot', rec.SK) },
-        ],
-      });
+      plan.push({ index: i, id: a.id, bytes: rec.bytes as number, ops: ackOps(rec, idItem, epoch, owner, a.leaseToken, atMs) });
     }
     const perTransaction = Math.floor((MAX_TRANSACT_OPS - 3) / 2);
     for (let start = 0; start < plan.length; start += perTransaction) {
@@ -693,4 +663,38 @@ function* chunks(plan: Planned[], budget: number): Generator<Planned[]> {
     used += p.ops.length;
   }
   if (current.length > 0) yield current;
+}
+
+/** Why a record cannot be acknowledged by this owner with this token at `atMs`, or undefined when it can. */
+function ackRefusal(
+  rec: Item | undefined,
+  epoch: number,
+  owner: string,
+  leaseToken: string,
+  atMs: number,
+): readonly [AckRefusal, string] | undefined {
+  if (!rec) return ['not_queued', 'it is not queued (already acknowledged, exhausted, or never enqueued)'];
+  if (rec.lease_token === undefined) return ['not_leased', 'it is not leased; claim it first'];
+  if (rec.lease_epoch !== epoch) return ['epoch', `its lease was granted in epoch ${String(rec.lease_epoch)}; claim it again`];
+  if (rec.lease_owner !== owner) return ['owner', 'it is leased to another owner'];
+  if (!sameToken(rec.lease_token as string, leaseToken)) return ['token', 'the lease token does not match its current lease'];
+  if (atMs >= (rec.lease_expires_ms as number)) return ['expired', `its lease expired at ${String(rec.lease_expires_at)}`];
+  return undefined;
+}
+
+/** The deletes of an acknowledged record and its identity item, conditioned on the lease still being this one. */
+function ackOps(rec: Item, idItem: Item, epoch: number, owner: string, leaseToken: string, atMs: number): TransactOp[] {
+  return [
+    {
+      op: 'delete',
+      key: { PK: rec.PK, SK: rec.SK },
+      condition: cond.and(
+        cond.eq('lease_token', leaseToken),
+        cond.eq('lease_owner', owner),
+        cond.eq('lease_epoch', epoch),
+        cond.gt('lease_expires_ms', atMs),
+      ),
+    },
+    { op: 'delete', key: { PK: idItem.PK, SK: idItem.SK }, condition: cond.eq('slot', rec.SK) },
+  ];
 }

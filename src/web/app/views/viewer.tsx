@@ -39,6 +39,8 @@ export interface ByteViewerProps {
   tall?: boolean;
 }
 
+// Over 80 lines for a reason: one component's hooks (the loaded ranges, their loaders and the keyboard
+// handling share one state) cannot be split across functions without lifting that state out.
 export function ByteViewer({ path, size, label, digest, json = false, tall = false }: ByteViewerProps) {
   const [state, setState] = useState<ViewerState>({
     head: { start: 0, end: 0, parts: [] },
