@@ -129,6 +129,12 @@ export async function uploadOutput(
     throw new Conflict(`an upload of ${output} for run ${runId} is in progress`);
   }
   const stamp = isoTimestamp(now);
+  // Takes back the reservation if it is still ours (conditioned on our stamp); never fails the caller.
+  const release = () =>
+    ctx.items.update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation, owner] }, { condition: cond.eq(reservation, stamp) }).then(
+      () => {},
+      () => {},
+    );
   try {
     // The reservation is a write of a publisher: fenced like every other one. The owner's lease is
     // written with it (instance.ts).
@@ -146,9 +152,7 @@ export async function uploadOutput(
     if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
     if (e instanceof ConditionFailed) throw new Conflict(`an upload of ${output} for run ${runId} is in progress, or the run finished`);
     // The outcome is unknown (a timeout may hide a write that took effect): take back what may be ours.
-    await ctx.items
-      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation, owner] }, { condition: cond.eq(reservation, stamp) })
-      .catch(() => {});
+    await release();
     throw e;
   }
   // The key is create-only (content-store.ts: a committed immutable key is never rewritten), so the
@@ -173,18 +177,12 @@ export async function uploadOutput(
   } catch (e) {
     // A failed put left nothing at the key: release the reservation (if it is still ours) so the upload
     // can be retried at once instead of after UPLOAD_RESERVATION_TTL_MS.
-    await ctx.items
-      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation, owner] }, { condition: cond.eq(reservation, stamp) })
-      .catch(() => {});
+    await release();
     throw e;
   }
   const record = { key, digest: put.digest, size: put.size };
   // If the commit fails the reservation is released too (if still ours), so that the upload can be
   // retried at once; after a commit it is a leftover view attribute that nothing reads.
-  const release = () =>
-    ctx.items
-      .update({ PK: exec.PK, SK: exec.SK }, { remove: [reservation, owner] }, { condition: cond.eq(reservation, stamp) })
-      .catch(() => {});
   await runAudited(ctx, [exec.artifact_id], async () => {
     const current = await readExecution(ctx, runId);
     if (current.status !== 'RUNNING') throw new Conflict(`run ${runId} finished while ${output} was uploading`);

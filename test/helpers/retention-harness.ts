@@ -3,6 +3,7 @@
  * planting unreferenced objects, a verified same-installation restore, and a trusted host.
  */
 import path from 'node:path';
+import { after } from 'node:test';
 import type { ContentStore } from '../../src/content/content-store.ts';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import type { ManualClock } from '../../src/core/clock.ts';
@@ -131,4 +132,20 @@ export function host(ctx: ServiceContext, o: HostOptions): RetentionHost {
 
 export async function epochOf(ctx: ServiceContext): Promise<number> {
   return readEpoch(ctx.items);
+}
+
+/**
+ * Inside a describe(): `fresh()` opens a new installation of `engine`; every one opened is closed after
+ * the suite.
+ */
+export function installationsOf(engine: Engine): () => Promise<RetentionInstallation> {
+  const opened: RetentionInstallation[] = [];
+  after(async () => {
+    for (const i of opened) await i.close();
+  });
+  return async () => {
+    const i = await engine.open();
+    opened.push(i);
+    return i;
+  };
 }

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { sha256 } from '../../src/core/digest.ts';
@@ -17,21 +17,13 @@ import { openBackup } from '../../src/recovery/backup-format.ts';
 import { retentionMaterialDigest } from '../../src/retention/model.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
 import { advanceEpoch, restoreHoldKey } from '../../src/system/state.ts';
-import { type Engine, epochOf, host, operator, type RetentionInstallation } from '../helpers/retention-harness.ts';
+import { type Engine, epochOf, host, installationsOf, operator, type RetentionInstallation } from '../helpers/retention-harness.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
 
 export function retentionSuite(engine: Engine): void {
   describe(`ArtifactRetention (seed 004) on ${engine.name}`, () => {
-    const opened: RetentionInstallation[] = [];
-    const fresh = async () => {
-      const i = await engine.open();
-      opened.push(i);
-      return i;
-    };
-    after(async () => {
-      for (const i of opened) await i.close();
-    });
+    const fresh = installationsOf(engine);
 
     const orphan = async (i: RetentionInstallation, key: string, data: string | Buffer) =>
       (await i.ctx.content.put(key, bytesOf(data))).digest;

@@ -19,22 +19,23 @@ import { readFence } from '../../src/system/fence.ts';
 import { recoverMaintenance } from '../../src/system/recovery.ts';
 import { advanceEpoch } from '../../src/system/state.ts';
 import { stopDistributedServers } from '../helpers/distributed.ts';
-import { distributed, type Engine, embedded, epochOf, host, operator, type RetentionInstallation } from '../helpers/retention-harness.ts';
+import {
+  distributed,
+  type Engine,
+  embedded,
+  epochOf,
+  host,
+  installationsOf,
+  operator,
+  type RetentionInstallation,
+} from '../helpers/retention-harness.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
 
 after(stopDistributedServers);
 
 function retentionSafety(engine: Engine): void {
   describe(`retention safety (issue 14) on ${engine.name}`, () => {
-    const opened: RetentionInstallation[] = [];
-    const fresh = async () => {
-      const i = await engine.open();
-      opened.push(i);
-      return i;
-    };
-    after(async () => {
-      for (const i of opened) await i.close();
-    });
+    const fresh = installationsOf(engine);
     const orphan = async (i: RetentionInstallation, key: string, data: string) => (await i.ctx.content.put(key, bytesOf(data))).digest;
     const run = async (i: RetentionInstallation, action: 'QUARANTINE' | 'PURGE', restore: string, pins: string[] = []) => {
       const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
