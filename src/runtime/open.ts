@@ -11,6 +11,8 @@ import { describeContent, describeMetadata, type StorageConfig } from '../core/c
 import { UsageError } from '../core/errors.ts';
 import { openItemStore } from '../store/open.ts';
 import { type Tightened, tightenInstallation } from '../store/sqlite/file-modes.ts';
+import { readLayout } from '../system/installation.ts';
+import { defaultLayout, type Layout } from '../system/layout.ts';
 import { checkSchema } from '../system/schema.ts';
 import { createContext, type ServiceContext } from './context.ts';
 import { attachAuditSinks } from './sinks.ts';
@@ -62,7 +64,8 @@ export async function openInstallation(config: StorageConfig, clock: Clock): Pro
     await Promise.all([content.close(), items.close()]);
     throw e;
   });
-  const ctx = createContext({ items, content, clock });
+  const layout = await layoutToOpen(items, config);
+  const ctx = createContext({ items, content, clock, layout });
   await attachAuditSinks(ctx);
   return {
     ctx,
@@ -71,6 +74,16 @@ export async function openInstallation(config: StorageConfig, clock: Clock): Pro
       await items.close();
     },
   };
+}
+
+/**
+ * The shard layout of an existing installation (from its record), else the default a new one on this
+ * metadata engine gets (`ALP_LAYOUT` may change it): `init` records it. A store that cannot be read yet
+ * (a DynamoDB table not created) opens with the default too.
+ */
+async function layoutToOpen(items: ServiceContext['items'], config: StorageConfig): Promise<Layout> {
+  const stored = await readLayout(items).catch(() => undefined);
+  return stored ?? defaultLayout(config.metadata.engine);
 }
 
 /**

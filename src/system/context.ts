@@ -9,6 +9,8 @@ import type { ContentStore } from '../content/content-store.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Item, ItemStore, TransactOp } from '../store/item-store.ts';
 import type { MaintenanceHandle } from './fence.ts';
+import type { Layout } from './layout.ts';
+import { UNSHARDED } from './layout.ts';
 
 /** One process that owns upload reservations (lifecycle/instance.ts). */
 export interface ProcessInstance {
@@ -32,6 +34,8 @@ export interface ServiceContext {
   recoverySteps: MaintenanceRecoveryStep[];
   /** The process instance that owns this context's upload reservations (default: this process). */
   instance?: ProcessInstance;
+  /** The installation's write layout (system/layout.ts): shard counts, fixed at creation. */
+  layout: Layout;
 }
 
 export interface AuditEvent {
@@ -78,5 +82,5 @@ export type ContextParts = Pick<ServiceContext, 'items' | 'content' | 'clock'> &
  * context of its own derives it from the one it was given (`{ ...ctx, clock }`) or uses this.
  */
 export function createContext(parts: ContextParts): ServiceContext {
-  return { auditSinks: [], publishChecks: [], recoverySteps: [], ...parts };
+  return { auditSinks: [], publishChecks: [], recoverySteps: [], layout: { ...UNSHARDED }, ...parts };
 }

@@ -3,11 +3,12 @@
  * created, the schema version it was written with (checked by system/schema.ts), and whether the
  * bootstrap tokens were shown.
  */
-import { ConditionFailed } from '../core/errors.ts';
+import { ConditionFailed, Conflict } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { INSTALLATION_SK, SYS_PK } from '../core/keys.ts';
 import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from './context.ts';
+import { type Layout, layoutOf, sameLayout } from './layout.ts';
 import { CURRENT_SCHEMA } from './schema.ts';
 
 /** The schema version this code writes (one number per component: system/schema.ts). */
@@ -17,6 +18,8 @@ export interface Installation {
   installation_id: string;
   created_at: string;
   schema_version: number;
+  /** Shard counts (system/layout.ts); UNSHARDED for a record written before layouts. */
+  layout: Layout;
 }
 
 const installationKey = { PK: SYS_PK, SK: INSTALLATION_SK };
@@ -56,12 +59,12 @@ export interface InitResult {
  */
 export async function initInstallation(ctx: ServiceContext, opts: { bootstrapTokens?: boolean } = {}): Promise<InitResult> {
   const existing = await ctx.items.get(installationKey, { consistent: true });
-  if (existing)
-    return { installation: toInstallation(existing), created: false, bootstrapPending: existing.bootstrap_tokens === 'pending' };
+  if (existing) return existingInstallation(ctx, existing);
   const installation: Installation = {
     installation_id: newId(ctx.clock),
     created_at: ctx.clock.now().toISOString(),
     schema_version: SCHEMA_VERSION,
+    layout: { ...ctx.layout },
   };
   try {
     await ctx.items.put(
@@ -72,8 +75,26 @@ export async function initInstallation(ctx: ServiceContext, opts: { bootstrapTok
   } catch (e) {
     if (!(e instanceof ConditionFailed)) throw e;
     const raced = (await ctx.items.get(installationKey, { consistent: true })) as Item;
-    return { installation: toInstallation(raced), created: false, bootstrapPending: raced.bootstrap_tokens === 'pending' };
+    return existingInstallation(ctx, raced);
   }
+}
+
+/** An existing record, refused when its layout is not the one this context writes with. */
+function existingInstallation(ctx: ServiceContext, item: Item): InitResult {
+  const installation = toInstallation(item);
+  if (!sameLayout(installation.layout, ctx.layout))
+    throw new Conflict('the installation was created with another shard layout than this node uses', {
+      reason: 'layout_mismatch',
+      stored: installation.layout,
+      this_node: ctx.layout,
+    });
+  return { installation, created: false, bootstrapPending: item.bootstrap_tokens === 'pending' };
+}
+
+/** The layout the installation record states: UNSHARDED when it predates layouts, undefined with no record. */
+export async function readLayout(items: ServiceContext['items']): Promise<Layout | undefined> {
+  const item = await items.get(installationKey, { consistent: true });
+  return item ? layoutOf(item) : undefined;
 }
 
 /** Records that the bootstrap tokens were shown: later starts issue none. */
@@ -94,5 +115,6 @@ function toInstallation(item: Item): Installation {
     installation_id: item.installation_id as string,
     created_at: item.created_at as string,
     schema_version: item.schema_version as number,
+    layout: layoutOf(item),
   };
 }
