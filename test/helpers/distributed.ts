@@ -8,6 +8,7 @@ import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
+import type { Layout } from '../../src/system/layout.ts';
 import { type DynamoLocal, sharedDynamoLocal, stopSharedDynamoLocal } from './dynamodb-local.ts';
 import { type S3rverHandle, startS3rver } from './s3rver.ts';
 
@@ -42,7 +43,10 @@ export interface DistributedInstallation {
   close(): Promise<void>;
 }
 
-export async function distributedInstallation(start = '2026-03-01T12:00:00.000Z'): Promise<DistributedInstallation> {
+export async function distributedInstallation(
+  start = '2026-03-01T12:00:00.000Z',
+  opts: { layout?: Layout } = {},
+): Promise<DistributedInstallation> {
   const { dynamo, s3 } = await distributedServers();
   const table = dynamo.tableName('alp');
   const prefix = `inst-${randomUUID().slice(0, 8)}/`;
@@ -58,7 +62,11 @@ export async function distributedInstallation(start = '2026-03-01T12:00:00.000Z'
     { credentials: s3.credentials },
   );
   const clock = new ManualClock(start);
-  const ctx = Object.assign(createContext({ items, content, clock }), { clock, items, content });
+  const ctx = Object.assign(createContext({ items, content, clock, ...(opts.layout ? { layout: opts.layout } : {}) }), {
+    clock,
+    items,
+    content,
+  });
   const metadataUrl = `dynamodb://${table}?region=${dynamo.region}&endpoint=${encodeURIComponent(dynamo.endpoint)}`;
   const contentUrl = `s3://${s3.bucket}/${prefix}?region=${s3.region}&endpoint=${encodeURIComponent(s3.endpoint)}`;
   return {
