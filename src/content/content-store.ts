@@ -26,8 +26,12 @@
  * - IntegrityError: bytes that do not hash to the expected digest (put with expectedDigest, every get,
  *   copy's source), a size other than expectedSize, a torn write, something at the key that is not a
  *   regular file.
- * - Conflict: a create-only key already holds other bytes (createOnlyConflict), or an archived object
- *   must be restored before it can be read (details.restoreRequired).
+ * - Conflict: a create-only key already holds other bytes (createOnlyConflict).
+ * - ArchivedCold (ARCHIVED_COLD): get / readRaw / copy of an object in a cold class (S3 GLACIER): S3
+ *   answers 403 InvalidObjectState until the object is restored (RestoreObject, `aws s3api
+ *   restore-object`); the same read succeeds after the restore. Callers never read archive copies to
+ *   check them: copy verifies by checksum or by the source, retention and reconcile trust the
+ *   recorded digest plus the S3 checksum (head's sha256).
  * - TooLarge: a put past maxBytes.
  * - Throttled: the storage asked us to slow down, or refused the connection (the request did not
  *   reach it); nothing took effect.
@@ -95,6 +99,12 @@ export interface ObjectInfo {
   key: string;
   size: number;
   storageClass: StorageClass;
+  /**
+   * head only, when the engine stores one: the SHA-256 the storage computed over the whole object (S3
+   * ChecksumSHA256 with ChecksumMode ENABLED: archive copies are made with it). Lets maintenance check
+   * a cold object against its recorded digest without reading it.
+   */
+  sha256?: Digest;
 }
 
 export interface ListPage {
@@ -141,6 +151,12 @@ export interface ContentStore {
    */
   readRaw(key: string): Promise<Readable>;
   head(key: string): Promise<ObjectInfo | undefined>;
+  /**
+   * The storage class the storage itself reports for the object, as it names it (S3: HeadObject
+   * `StorageClass`, 'STANDARD' when S3 omits the header); undefined when the object is absent or the
+   * engine has no storage classes (fs: it never invents one). `alp lifecycle status` shows it.
+   */
+  storageClass?(key: string): Promise<string | undefined>;
   /** Keys in UTF-8 byte order, at most `limit` (default 1000) a page. */
   listPage(prefix: string, opts?: { cursor?: string; limit?: number }): Promise<ListPage>;
   list(prefix: string): AsyncIterable<ObjectInfo>;

@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'ILLEGAL_TRANSITION'
   | 'STALE_EPOCH'
   | 'RESTORE_HELD'
+  | 'ARCHIVED_COLD'
   | 'MAINTENANCE'
   | 'THROTTLED'
   | 'STORAGE'
@@ -57,6 +58,9 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, Readonly<ErrorCodeInfo>>> =
   ILLEGAL_TRANSITION: { exit: ExitCode.CONFLICT, http: 409, title: 'Illegal transition' },
   STALE_EPOCH: { exit: ExitCode.CONFLICT, http: 409, title: 'Stale epoch' },
   RESTORE_HELD: { exit: ExitCode.CONFLICT, http: 409, title: 'Restore hold in force' },
+  // 409, not S3's own 403: the request is allowed, the object's state (cold) conflicts with it and the
+  // client can change that (restore, then retry); a 403 reads as "not allowed" and is never retried.
+  ARCHIVED_COLD: { exit: ExitCode.CONFLICT, http: 409, title: 'Archived object must be restored first' },
   MAINTENANCE: { exit: ExitCode.CONFLICT, http: 503, title: 'Maintenance in progress' },
   INTEGRITY: { exit: ExitCode.INTEGRITY, http: 502, title: 'Integrity failure' },
   UNAUTHENTICATED: { exit: ExitCode.AUTH, http: 401, title: 'Unauthenticated' },
@@ -122,6 +126,23 @@ export class NotFound extends AlpError {
 export class Conflict extends AlpError {
   constructor(message: string, details?: Record<string, unknown>) {
     super('CONFLICT', message, details);
+  }
+}
+
+/**
+ * A read of an object in a cold storage class (S3 GLACIER / DEEP_ARCHIVE): S3 must restore a temporary
+ * copy first (RestoreObject, `aws s3api restore-object`), then the same read succeeds. Nothing is wrong
+ * with the object; the message says how (details.key, details.restoreRequired).
+ */
+export class ArchivedCold extends AlpError {
+  constructor(key: string, details?: Record<string, unknown>) {
+    super(
+      'ARCHIVED_COLD',
+      `object ${key} is in a cold archive storage class and must be restored before it can be read: ` +
+        'restore it (S3 RestoreObject, e.g. `aws s3api restore-object --bucket B --key K --restore-request Days=7`), ' +
+        'wait until HeadObject shows ongoing-request="false", then retry',
+      { key, restoreRequired: true, ...details },
+    );
   }
 }
 

@@ -32,6 +32,7 @@ describe('the error table', () => {
       ILLEGAL_TRANSITION: [4, 409],
       STALE_EPOCH: [4, 409],
       RESTORE_HELD: [4, 409],
+      ARCHIVED_COLD: [4, 409],
       MAINTENANCE: [4, 503],
       INTEGRITY: [5, 502],
       UNAUTHENTICATED: [6, 401],

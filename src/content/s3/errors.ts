@@ -3,7 +3,7 @@
  * a missing object, an endpoint lacking an operation) and `mapS3Error`, which turns everything else
  * into the ContentStore contract's typed errors. No caller outside this engine looks at S3 error names.
  */
-import { AlpError, Conflict, InternalError, NotFound, storageFailureOf, Throttled } from '../../core/errors.ts';
+import { AlpError, ArchivedCold, InternalError, NotFound, storageFailureOf, Throttled } from '../../core/errors.ts';
 
 interface S3Error extends Error {
   Code?: string;
@@ -49,12 +49,8 @@ export function mapS3Error(e: unknown, key: string, bucket: string): Error {
   const status = (e as S3Error).$metadata?.httpStatusCode;
   if (code === 'NoSuchKey' || code === 'NotFound') return new NotFound(`no object at ${key}`);
   if (code === 'NoSuchBucket') return new InternalError(`S3 bucket ${bucket} does not exist`, { cause: e });
-  if (code === 'InvalidObjectState') {
-    return new Conflict(`object ${key} is archived (e.g. GLACIER) and must be restored before it can be read`, {
-      key,
-      restoreRequired: true,
-    });
-  }
+  // GetObject (and CopyObject's source) of a GLACIER / DEEP_ARCHIVE object that was not restored.
+  if (code === 'InvalidObjectState') return new ArchivedCold(key, { bucket });
   if ((code !== undefined && THROTTLE_CODES.has(code)) || status === 503) {
     return new Throttled(`S3 asked to slow down (${code}); retry later`, { key }, { cause: e });
   }

@@ -24,12 +24,12 @@
  *
  * Reads verify the whole object, even for a range (content-store.ts): get streams the complete object
  * through VerifyingStream, which forwards the range and withholds the tail until the digest matched.
- * Copies stream the verified source into a verified put (so a corrupted source writes nothing, and the
- * target can be written in any storage class, GLACIER included, without reading it back).
+ * Copies are server-side CopyObject with a SHA-256 checksum, verified by the checksum S3 answers or
+ * by the source, never by reading the target (copy.ts): a GLACIER copy cannot be read on real S3.
  *
  * Storage classes: STANDARD, STANDARD_IA, GLACIER are set on put and copy; head and listings report
  * S3's class mapped onto those three (S3 omits it for STANDARD). Reading a GLACIER object needs a
- * restore first: get then fails with Conflict (restoreRequired). Delete on a versioned bucket only
+ * restore first: get then fails with ARCHIVED_COLD (ArchivedCold). Delete on a versioned bucket only
  * adds a delete marker: use an unversioned bucket (or a noncurrent-version expiration rule).
  */
 import { Readable } from 'node:stream';
@@ -70,6 +70,7 @@ import {
 } from '../content-store.ts';
 import { checkRange, checkRangeArgs, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
 import { VerifyingStream } from '../verify-stream.ts';
+import { type CopyHost, digestOfChecksum, serverSideCopy } from './copy.ts';
 import { isConditionFailure, isMissing, isUnsupported, mapS3Error } from './errors.ts';
 import { BucketLifecycleRules, LifecycleNotSupported } from './lifecycle-rules.ts';
 
@@ -110,6 +111,8 @@ export class S3ContentStore implements ContentStore {
   private readonly partSize: number;
   private readonly queueSize: number;
   private readonly rules: BucketLifecycleRules;
+  /** What server-side copies need of this engine (copy.ts); remembers whether copies answer checksums. */
+  private readonly copyHost: CopyHost;
 
   private constructor(
     config: Extract<ContentConfig, { engine: 's3' }>,
@@ -125,6 +128,20 @@ export class S3ContentStore implements ContentStore {
     if (!Number.isInteger(this.partSize) || this.partSize < 5 * 1024 * 1024) throw new InvalidInput('partSize must be at least 5 MiB');
     if (!Number.isInteger(this.queueSize) || this.queueSize < 1) throw new InvalidInput('queueSize must be at least 1');
     this.rules = new BucketLifecycleRules(client, this.bucket, this.prefix);
+    this.copyHost = {
+      client,
+      bucket: this.bucket,
+      copyChecksums: undefined,
+      fullKey: (k) => this.fullKey(k),
+      head: (k) => this.head(k),
+      verify: async (k, digest, size) => {
+        for await (const _ of await this.get(k, digest, { expectedSize: size }));
+      },
+      deleteQuietly: async (k) => {
+        await this.delete(k).catch(() => false);
+      },
+      mapError: (e, k) => this.mapError(e, k),
+    };
     // Counts every attempt of every S3 operation, including those lib-storage sends: it runs inside
     // the SDK's retry loop.
     client.middlewareStack.add(
@@ -319,8 +336,20 @@ export class S3ContentStore implements ContentStore {
   async head(key: string): Promise<ObjectInfo | undefined> {
     validateObjectKey(key);
     try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key), ChecksumMode: 'ENABLED' }));
+      const sha256 = digestOfChecksum(out.ChecksumSHA256);
+      return { key, size: out.ContentLength ?? 0, storageClass: reportedClass(out.StorageClass), ...(sha256 ? { sha256 } : {}) };
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw this.mapError(e, key);
+    }
+  }
+
+  async storageClass(key: string): Promise<string | undefined> {
+    validateObjectKey(key);
+    try {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.fullKey(key) }));
-      return { key, size: out.ContentLength ?? 0, storageClass: reportedClass(out.StorageClass) };
+      return out.StorageClass ?? 'STANDARD';
     } catch (e) {
       if (isMissing(e)) return undefined;
       throw this.mapError(e, key);
@@ -368,16 +397,15 @@ export class S3ContentStore implements ContentStore {
   }
 
   async copy(sourceKey: string, targetKey: string, opts: { expectedDigest: Digest; storageClass?: StorageClass }): Promise<PutResult> {
+    validateObjectKey(sourceKey);
     validateObjectKey(targetKey);
-    const source = await this.get(sourceKey, opts.expectedDigest);
-    try {
-      return await this.put(targetKey, source, {
-        expectedDigest: opts.expectedDigest,
-        ...(opts.storageClass ? { storageClass: opts.storageClass } : {}),
-      });
-    } finally {
-      source.destroy();
-    }
+    const storageClass = opts.storageClass === undefined ? undefined : checkStorageClass(opts.storageClass);
+    const result = await serverSideCopy(this.copyHost, sourceKey, targetKey, {
+      expectedDigest: opts.expectedDigest,
+      ...(storageClass ? { storageClass } : {}),
+    });
+    this.bump('bytesCopied', result.size);
+    return result;
   }
 
   async delete(key: string): Promise<boolean> {
