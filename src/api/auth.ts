@@ -36,7 +36,8 @@ export async function authenticate(ctx: ServiceContext, request: FastifyRequest)
   if (operation === 'public') return;
   const token = bearerToken(request.headers.authorization);
   if (token === undefined) throw new Unauthenticated('a bearer token is required (Authorization: Bearer <token>)');
-  const principal = await resolveToken(ctx, token);
+  // Cached per node for a bounded time (lifecycle/token-cache.ts; docs/design.md §9).
+  const principal = await resolveToken(ctx, token, { cached: true });
   assertMay(operation, { principal, operator: false });
   request.principal = principal;
 }

@@ -13,6 +13,7 @@ import { fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
 import { PRINCIPAL_KINDS, type Principal, type PrincipalKind } from './model.ts';
 import { principalKey } from './principal-key.ts';
+import { tokenCacheOf } from './token-cache.ts';
 
 const TOKEN_PREFIX = 'alp_';
 
@@ -30,8 +31,12 @@ export function validatePrincipalKind(kind: unknown): PrincipalKind {
   return kind as PrincipalKind;
 }
 
+function tokenHash(token: string): string {
+  return digestHex(sha256(token));
+}
+
 function tokenKey(token: string) {
-  return { PK: tokenPk(digestHex(sha256(token))), SK: TOKEN_SK };
+  return { PK: tokenPk(tokenHash(token)), SK: TOKEN_SK };
 }
 
 /** Creates (or reuses) the principal and a new token for it; returns the token, which is never stored. */
@@ -87,35 +92,61 @@ export async function createToken(
         condition: cond.notExists(),
       },
       // A database writer like any publisher: refused while the maintenance fence is held.
-      fenceCheck(),
+      fenceCheck(ctx, { kind: 'installation', key: principal.id }),
     ]);
   } catch (e) {
     if (e instanceof ConditionFailed && e.failedIndex === 3) throw new MaintenanceInProgress();
     if (e instanceof ConditionFailed) throw new Conflict(`principal ${principal.id} changed concurrently; retry`);
     throw e;
   }
+  tokenCacheOf(ctx.items).set(tokenHash(token), principal, ctx.clock.now().getTime());
   return { token, principal };
 }
 
-/** The principal a bearer token stands for; UNAUTHENTICATED when unknown or revoked. */
-export async function resolveToken(ctx: ServiceContext, token: string): Promise<Principal> {
+/**
+ * The principal a bearer token stands for; UNAUTHENTICATED when unknown or revoked. With `cached` (the
+ * HTTP server, whose clock is the system's) positive answers are cached on this node for a bounded
+ * time (token-cache.ts: a revocation on another node is honoured within ALP_TOKEN_CACHE_MS, default
+ * 5 s); negative answers are not cached. Without it (the CLI: one process per command, whose clock is
+ * chosen only once the caller is authorised) every lookup is a strong read and the clock is not read.
+ */
+export async function resolveToken(ctx: ServiceContext, token: string, opts: { cached?: boolean } = {}): Promise<Principal> {
   if (typeof token !== 'string' || !token.startsWith(TOKEN_PREFIX) || token.length > 200) throw new Unauthenticated('unknown token');
+  if (!opts.cached) return readToken(ctx, token);
+  const cache = tokenCacheOf(ctx.items);
+  const hash = tokenHash(token);
+  const cached = cache.get(hash, ctx.clock);
+  if (cached) return cached;
+  // The entry's age counts from before the read: what it says was true no earlier than this moment.
+  const readAtMs = ctx.clock.now().getTime();
+  const generation = cache.generation();
+  const principal = await readToken(ctx, token);
+  cache.set(hash, principal, readAtMs, generation);
+  return principal;
+}
+
+async function readToken(ctx: ServiceContext, token: string): Promise<Principal> {
   const item = await ctx.items.get(tokenKey(token), { consistent: true });
   if (!item || item.revoked_at !== undefined) throw new Unauthenticated('unknown token');
   return { id: item.principal_id as string, kind: item.kind as PrincipalKind };
 }
 
+/** Revokes a token: refused at once on this node, on every other node within the cache bound. */
 export async function revokeToken(ctx: ServiceContext, token: string): Promise<void> {
+  // Dropped before and after the write; a lookup that read before the revocation does not cache it.
+  const cache = tokenCacheOf(ctx.items);
+  cache.invalidate(tokenHash(token));
   await ctx.items
     .transactWrite([
       { op: 'update', key: tokenKey(token), update: { set: { revoked_at: ctx.clock.now().toISOString() } }, condition: cond.exists() },
-      fenceCheck(),
+      fenceCheck(ctx),
     ])
     .catch((e) => {
       if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
       if (e instanceof ConditionFailed) throw new InvalidInput('unknown token');
       throw e;
-    });
+    })
+    .finally(() => cache.invalidate(tokenHash(token)));
 }
 
 /** The CLI's identity when no token is given: the local operator, a human. */
