@@ -1,12 +1,14 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle, http, telemetry. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle, http, telemetry, recovery, distributed, retention, scale. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
 import { benchDistributed } from './distributed.ts';
+import { benchQueueFull } from './distributed-queue.ts';
 import { benchHttp } from './http.ts';
 import { benchLifecycle } from './lifecycle.ts';
 import { benchRecovery } from './recovery.ts';
 import { benchRetention } from './retention.ts';
+import { benchScale } from './scale.ts';
 import { benchStorage } from './storage.ts';
 import { benchTelemetry } from './telemetry.ts';
 
@@ -18,8 +20,12 @@ const sections: Record<string, () => Promise<unknown>> = {
   http: () => benchHttp({ quick }),
   recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024, rounds: 1 } : {}),
   telemetry: () => benchTelemetry(quick ? { count: 400, records: 500 } : {}),
-  distributed: () => benchDistributed(),
+  distributed: async () => {
+    await benchDistributed();
+    await benchQueueFull(quick ? { transitions: 6 } : {});
+  },
   retention: () => benchRetention(quick ? { small: 2000, large: 10_000 } : {}),
+  scale: () => benchScale(quick ? { artifacts: 10 } : {}),
 };
 
 const wanted = process.argv.slice(2);

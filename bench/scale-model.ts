@@ -1,0 +1,192 @@
+/**
+ * The scale projection (issue 16): recorded key traces (test/helpers/contention-store.ts) projected to
+ * the goal load. A projection from key traces, not a throughput measurement.
+ *
+ * Per key (an item `PK|SK`, a base partition PK, a GSI1 partition GSI1PK) the recorded units are
+ * turned into units/s at the goal by what the key names:
+ * - per-artifact (the key names the artifact, its name or one of its runs, and only operations on that
+ *   artifact touch it): units per version of that artifact × the hottest artifact's peak rate;
+ * - per-human (an approver's own keys): units per decision of that human × a human's peak decision rate;
+ * - per-node (INSTANCE# leases: one node's own items): units per version × goal rate / nodes;
+ * - sharded (the key carries a shard suffix of the layout): the key's family (the key without its
+ *   suffix) gets units per version × goal rate, spread over the N shards by the uniform hash: / N;
+ * - shared (anything else): units per version × goal rate (the share of the trace's versions that
+ *   touched it, times the goal rate, times its units).
+ */
+
+import type { Layout } from '../src/system/layout.ts';
+import { componentShards, hasShardSuffix } from '../test/helpers/contention-analysis.ts';
+import type { Access, OperationTrace } from '../test/helpers/contention-store.ts';
+
+export interface Goal {
+  nodes: number;
+  versionsPerSecond: number;
+  totalVersions: number;
+  /** Versions/s of the hottest single artifact (its own items and partition). */
+  hottestArtifactVersionsPerSecond: number;
+  /** Decisions/s of the busiest human approver. */
+  humanDecisionsPerSecond: number;
+}
+
+export const GOAL: Goal = {
+  nodes: 200,
+  versionsPerSecond: 5000,
+  totalVersions: 50_000_000,
+  hottestArtifactVersionsPerSecond: 10,
+  humanDecisionsPerSecond: 1,
+};
+
+export const LIMITS = { itemWcu: 1000, itemRcu: 3000, partitionWcu: 1000, partitionRcu: 3000, tableWru: 40_000, tableRru: 40_000 };
+
+export type KeyClass = 'per-artifact' | 'per-human' | 'per-node' | 'sharded' | 'shared';
+
+export interface Projected {
+  scope: 'item' | 'base partition' | 'GSI1 partition';
+  key: string;
+  cls: KeyClass;
+  wcu: number;
+  rcu: number;
+  /** Operations of the trace that touched the key. */
+  ops: number;
+}
+
+interface Acc {
+  wcu: number;
+  rcu: number;
+  ops: Set<OperationTrace>;
+}
+
+export interface Projection {
+  versions: number;
+  items: Projected[];
+  partitions: Projected[];
+  tableWcu: number;
+  tableRcu: number;
+  bytesPerVersion: number;
+}
+
+function accumulate(traces: OperationTrace[], keyOf: (a: Access) => string | undefined): Map<string, Acc> {
+  const m = new Map<string, Acc>();
+  for (const t of traces)
+    for (const a of t.accesses) {
+      const k = keyOf(a);
+      if (k === undefined) continue;
+      let e = m.get(k);
+      if (!e) m.set(k, (e = { wcu: 0, rcu: 0, ops: new Set() }));
+      e.wcu += a.wcu;
+      e.rcu += a.rcu;
+      e.ops.add(t);
+    }
+  return m;
+}
+
+/** The entity every touching operation shares and the key names, if any. */
+function ownEntity(key: string, ops: Set<OperationTrace>): string | undefined {
+  const [first, ...rest] = [...ops];
+  if (!first) return undefined;
+  return first.entities.find((e) => key.includes(e) && rest.every((t) => t.entities.includes(e)));
+}
+
+function classify(key: string, ops: Set<OperationTrace>, layout: Layout): { cls: KeyClass; entity?: string } {
+  const bare = key.split('|')[0] as string;
+  if (bare.startsWith('INSTANCE#')) return { cls: 'per-node' };
+  if (hasShardSuffix(key, layout)) return { cls: 'sharded' };
+  const e = ownEntity(key, ops);
+  if (e === undefined) return { cls: 'shared' };
+  return e.startsWith('reviewer-') ? { cls: 'per-human', entity: e } : { cls: 'per-artifact', entity: e };
+}
+
+const stripSuffix = (key: string) => key.replace(/#\d+(?=$|\|)/g, '');
+
+function project(
+  scope: Projected['scope'],
+  m: Map<string, Acc>,
+  traces: OperationTrace[],
+  versions: number,
+  layout: Layout,
+  goal: Goal,
+): Projected[] {
+  const perVersion = goal.versionsPerSecond / versions;
+  const versionsOf = new Map<string, number>();
+  const decisionsOf = new Map<string, number>();
+  for (const t of traces) {
+    if (t.kind === 'create' || t.kind === 'version') versionsOf.set(t.artifact, (versionsOf.get(t.artifact) ?? 0) + 1);
+    if (t.kind === 'approve') for (const e of t.entities) if (e.startsWith('reviewer-')) decisionsOf.set(e, (decisionsOf.get(e) ?? 0) + 1);
+  }
+  const families = new Map<string, { wcu: number; rcu: number }>();
+  for (const [key, a] of m)
+    if (hasShardSuffix(key, layout)) {
+      const f = families.get(stripSuffix(key)) ?? { wcu: 0, rcu: 0 };
+      families.set(stripSuffix(key), { wcu: f.wcu + a.wcu, rcu: f.rcu + a.rcu });
+    }
+  const out: Projected[] = [];
+  for (const [key, a] of m) {
+    const { cls, entity } = classify(key, a.ops, layout);
+    let scale = perVersion;
+    let { wcu, rcu } = a;
+    if (cls === 'per-node') scale = perVersion / goal.nodes;
+    if (cls === 'sharded') {
+      const f = families.get(stripSuffix(key)) as { wcu: number; rcu: number };
+      ({ wcu, rcu } = f);
+      scale = perVersion / componentShards(key, layout);
+    }
+    if (cls === 'per-artifact') {
+      const artifact = [...a.ops][0]?.artifact ?? '';
+      scale = goal.hottestArtifactVersionsPerSecond / Math.max(1, versionsOf.get(artifact) ?? 1);
+    }
+    if (cls === 'per-human') scale = goal.humanDecisionsPerSecond / Math.max(1, decisionsOf.get(entity as string) ?? 1);
+    out.push({ scope, key, cls, wcu: wcu * scale, rcu: rcu * scale, ops: a.ops.size });
+  }
+  return out;
+}
+
+export function projectTraces(traces: OperationTrace[], versions: number, layout: Layout, goal: Goal = GOAL): Projection {
+  const items = project(
+    'item',
+    accumulate(traces, (a) => (a.table === 'base' && a.op !== 'query' && a.op !== 'scan' ? a.key : undefined)),
+    traces,
+    versions,
+    layout,
+    goal,
+  );
+  const base = project(
+    'base partition',
+    accumulate(traces, (a) => (a.table === 'base' ? a.pk : undefined)),
+    traces,
+    versions,
+    layout,
+    goal,
+  );
+  const gsi = project(
+    'GSI1 partition',
+    accumulate(traces, (a) => (a.table === 'GSI1' ? a.pk : undefined)),
+    traces,
+    versions,
+    layout,
+    goal,
+  );
+  let wcu = 0;
+  let rcu = 0;
+  for (const t of traces)
+    for (const a of t.accesses) {
+      wcu += a.wcu;
+      rcu += a.rcu;
+    }
+  const written = new Map<string, number>();
+  for (const t of traces)
+    for (const a of t.accesses) if (a.table === 'base' && a.mode === 'write' && !a.failed) written.set(a.key, a.bytes);
+  const bytes = [...written.values()].reduce((n, b) => n + b, 0);
+  return {
+    versions,
+    items,
+    partitions: [...base, ...gsi],
+    tableWcu: (wcu * goal.versionsPerSecond) / versions,
+    tableRcu: (rcu * goal.versionsPerSecond) / versions,
+    bytesPerVersion: bytes / versions,
+  };
+}
+
+/** Keys over their limit (items: 1,000 WCU/s, 3,000 RCU/s; partitions the same per partition). */
+export function overLimit(p: Projection): Projected[] {
+  return [...p.items, ...p.partitions].filter((x) => x.wcu > LIMITS.itemWcu || x.rcu > LIMITS.itemRcu);
+}
