@@ -26,6 +26,16 @@ VIEW_FIELDS = {
     "compensation": {"state", "GSI1PK", "GSI1SK", "updated_at"},
 }
 RESERVATION_PREFIX = "reserved:"
+MOVED_FROM_SK = "moved_from_sk"
+# The key moves a migration may have made (docs/audit-format.md section 2, "Moved entries"): old SK -> new SK.
+LEGACY_EXECUTION_SK = re.compile(r"^EXEC#([^#]+)#(?:OUTPUT#([^#]+)|(FINISH))$")
+
+
+def moved_sk(legacy_sk):
+    m = LEGACY_EXECUTION_SK.match(legacy_sk)
+    if not m:
+        return None
+    return "FINISH#" + m.group(1) if m.group(3) else "OUTPUT#" + m.group(1) + "#" + m.group(2)
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -82,6 +92,11 @@ def canonical(v):
 def audit_hash(item):
     view = VIEW_FIELDS.get(item.get("type"), set())
     hashed = {k: x for k, x in item.items() if k != "hash" and k not in view and not k.startswith(RESERVATION_PREFIX)}
+    old = item.get(MOVED_FROM_SK)
+    if isinstance(old, str) and moved_sk(old) == item.get("SK"):
+        # A moved entry is hashed under the key it was written with.
+        hashed["SK"] = old
+        del hashed[MOVED_FROM_SK]
     text = canonical(hashed).encode("utf-8", "surrogatepass")
     return "sha256:" + hashlib.sha256(text).hexdigest()
 
@@ -171,10 +186,10 @@ def main(source):
                 finding(pk, item["seq"], "prev_hash does not link to the previous entry")
             prev = item.get("hash")
             expected_seq = item["seq"] + 1
-        last = chain[-1] if chain else None
-        if head.get("audit_seq") != (last["seq"] if last else 0):
+        # The last entry is the last hot one, or the last packed one when every later entry is packed.
+        if head.get("audit_seq") != expected_seq - 1:
             finding(pk, head.get("audit_seq"), "HEAD audit_seq is not the last entry's seq")
-        if head.get("audit_head_hash") != (last["hash"] if last else None):
+        if head.get("audit_head_hash") != prev:
             finding(pk, head.get("audit_seq"), "HEAD audit_head_hash is not the last entry's hash")
     for pk in chains:
         if pk not in heads:

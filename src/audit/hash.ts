@@ -6,6 +6,7 @@
  */
 import { canonicalDigest } from '../core/canonical-json.ts';
 import type { Digest } from '../core/digest.ts';
+import { MOVED_FROM_SK, movedExecutionSk } from '../core/keys.ts';
 
 export const AUDIT_TYPES = [
   'transition',
@@ -35,6 +36,15 @@ export function isAuditType(t: unknown): t is AuditType {
   return typeof t === 'string' && (AUDIT_TYPES as readonly string[]).includes(t);
 }
 
+/**
+ * Set by a key migration on an entry it moved: the SK the entry was written (and hashed) under
+ * (docs/audit-format.md §2, "Moved entries"). The hash is computed with `SK` = `moved_from_sk` and
+ * without `moved_from_sk`, but only when the current SK is exactly the registered new key of that old
+ * one (`movedExecutionSk`); otherwise the item is hashed as stored, so a moved entry whose key was
+ * changed again fails verification.
+ */
+export { MOVED_FROM_SK };
+
 export function hashedPart(item: Record<string, unknown>): Record<string, unknown> {
   const type = item.type;
   const copy: Record<string, unknown> = {};
@@ -42,6 +52,11 @@ export function hashedPart(item: Record<string, unknown>): Record<string, unknow
   for (const [k, v] of Object.entries(item)) {
     if (k === 'hash' || view.includes(k) || k.startsWith(RESERVATION_PREFIX)) continue;
     copy[k] = v;
+  }
+  const from = item[MOVED_FROM_SK];
+  if (typeof from === 'string' && movedExecutionSk(from) === item.SK) {
+    copy.SK = from;
+    delete copy[MOVED_FROM_SK];
   }
   return copy;
 }

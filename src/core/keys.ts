@@ -2,6 +2,8 @@
  * Item key builders: the single table of docs/data-model.md (RFC-012 §9.1 plus our own entities). Every PK, SK
  * and GSI1 value is built here and nowhere else.
  */
+import { allShards, shardOf, shardSuffix } from './shard.ts';
+
 export const VERSION_DIGITS = 10;
 export const SEQ_DIGITS = 10;
 export const STEP_DIGITS = 6;
@@ -17,25 +19,74 @@ export const artifactPk = (artifactId: string) => `ART#${artifactId}`;
 export const versionSk = (version: number) => `V#${pad(version, VERSION_DIGITS)}`;
 export const VERSION_SK_PREFIX = 'V#';
 export const HEAD_SK = 'HEAD';
-export const stateGsiPk = (state: string) => `STATE#${state}`;
+/** ART#{id} / ARCHIVE: the journal of a chunked archive (lifecycle/archive.ts; docs/data-model.md "Archive journal"). */
+export const ARCHIVE_JOURNAL_SK = 'ARCHIVE';
+
+// Write-sharded GSI1 keys (docs/data-model.md "Write-sharded index keys"). `shard` is an index shard
+// suffix (indexShard): '' with index_shards = 1, so every builder gives the RFC-012 §9.1 value exactly;
+// else `#{s}`, s = shardOf(artifact id, index_shards): every index entry of one artifact is in the same
+// shard, and the artifacts spread uniformly over the shards.
+/** The index shard suffix of an artifact's entries under `indexShards` (ctx.layout.index_shards). */
+export const indexShard = (artifactId: string, indexShards: number) => shardSuffix(shardOf(artifactId, indexShards), indexShards);
+/** Every shard partition of the index partition `base` (a listing reads and merges them all). */
+export const indexPartitions = (base: string, indexShards: number) =>
+  allShards(indexShards).map((s) => `${base}${shardSuffix(s, indexShards)}`);
+/** The RFC-012 §9.1 value of a GSI1PK written under `indexShards`: the `#{s}` suffix stripped. */
+export function unshardedGsiPk(pk: string, indexShards: number): string {
+  if (indexShards === 1) return pk;
+  const width = shardSuffix(indexShards - 1, indexShards).length;
+  return /^#\d+$/.test(pk.slice(-width)) ? pk.slice(0, -width) : pk;
+}
+export const stateGsiPk = (state: string, shard = '') => `STATE#${state}${shard}`;
+/** The shard suffix a version item's STATE# key carries (every later entry of its artifact reuses it). */
+export function versionIndexShard(v: { state: string; GSI1PK?: unknown }): string {
+  const base = stateGsiPk(v.state);
+  const pk = typeof v.GSI1PK === 'string' ? v.GSI1PK : base;
+  const suffix = pk.startsWith(base) ? pk.slice(base.length) : '';
+  return /^(#\d+)?$/.test(suffix) ? suffix : '';
+}
 export const createdGsiSk = (createdAt: string, artifactId: string) => `#${createdAt}#${artifactId}`;
+/**
+ * NAME#{name}: per name, written once per artifact created with it, so not sharded. Carried by the
+ * artifact's NAME item (ART#{id} / NAME, written once at creation), not by the HEAD, which every audit
+ * transaction rewrites (HEADs written before issue 16 still carry it: listings read both).
+ */
 export const nameGsiPk = (name: string) => `NAME#${name}`;
+export const NAME_SK = 'NAME';
 
 export const transitionSk = (timestamp: string, seq: number) => `TRANS#${timestamp}#${pad(seq, SEQ_DIGITS)}`;
-export const transitionGsiPk = (date: string) => `TRANS#${date}`;
+export const transitionGsiPk = (date: string, shard = '') => `TRANS#${date}${shard}`;
 export const approvalSk = (timestamp: string, seq: number) => `APPROVAL#${timestamp}#${pad(seq, SEQ_DIGITS)}`;
-export const approverGsiPk = (actorId: string) => `APPROVER#${actorId}`;
+/** Sharded too: one principal (a service or CI approver) can approve at the installation's whole rate. */
+export const approverGsiPk = (actorId: string, shard = '') => `APPROVER#${actorId}${shard}`;
 export const executionSk = (runId: string) => `EXEC#${runId}`;
-export const runGsiPk = (date: string) => `RUN#${date}`;
+/** An execution's output upload record: outside `EXEC#`, so `begins_with(SK,'EXEC#')` is one item per run (§9.1). */
+export const executionOutputSk = (runId: string, name: string) => `OUTPUT#${runId}#${name}`;
+/** An execution's finish record (outside `EXEC#`, as above). */
+export const executionFinishSk = (runId: string) => `FINISH#${runId}`;
+/** Schema 1 keys of those two records (migration installation-2, src/system/migrations.ts; still in packed segments). */
+export const legacyExecutionOutputSk = (runId: string, name: string) => `EXEC#${runId}#OUTPUT#${name}`;
+export const legacyExecutionFinishSk = (runId: string) => `EXEC#${runId}#FINISH`;
+/** On an audit entry a key migration moved: the SK it was written and hashed under (src/audit/hash.ts). */
+export const MOVED_FROM_SK = 'moved_from_sk';
+/** The schema-2 key of an item written under a schema-1 execution record key, else undefined. */
+export function movedExecutionSk(legacySk: string): string | undefined {
+  const m = /^EXEC#([^#]+)#(?:OUTPUT#([^#]+)|(FINISH))$/.exec(legacySk);
+  if (!m) return undefined;
+  return m[3] ? executionFinishSk(m[1] as string) : executionOutputSk(m[1] as string, m[2] as string);
+}
+/** On the run's POINTER item (written once), not on the execution item (rewritten by every upload). */
+export const runGsiPk = (date: string, shard = '') => `RUN#${date}${shard}`;
 export const provenanceSk = (step: number) => `PROV#${pad(step, STEP_DIGITS)}`;
-export const provenanceGsiPk = (date: string) => `PROV#${date}`;
+export const provenanceGsiPk = (date: string, shard = '') => `PROV#${date}${shard}`;
 export const COMPENSATION_SK_PREFIX = 'COMP#';
 export const compensationSk = (compArtifactId: string) => `${COMPENSATION_SK_PREFIX}${compArtifactId}`;
-export const compStateGsiPk = (state: string) => `COMP_STATE#${state}`;
+/** Sharded by the compensation artifact (the entry follows its version's state). */
+export const compStateGsiPk = (state: string, shard = '') => `COMP_STATE#${state}${shard}`;
 export const eventGsiSk = (timestamp: string, artifactId: string) => `#${timestamp}#${artifactId}`;
 
 /** The SK prefixes of the audit items of an artifact partition (everything chained by the HEAD). */
-export const AUDIT_SK_PREFIXES = ['TRANS#', 'APPROVAL#', 'EXEC#', 'PROV#', 'COMP#'] as const;
+export const AUDIT_SK_PREFIXES = ['TRANS#', 'APPROVAL#', 'EXEC#', 'OUTPUT#', 'FINISH#', 'PROV#', 'COMP#'] as const;
 
 /** Our system entities (documented in docs/data-model.md). */
 export const SYS_PK = 'SYS#installation';
@@ -54,6 +105,10 @@ export const PRINCIPAL_NAME_SK = 'PRINCIPAL_NAME';
 
 export type ItemKey = { PK: string; SK: string };
 export const FENCE_SK = 'FENCE';
+/** The maintenance-fence shards (system/fence.ts): `SYS#fence#{s}` / FENCE, a partition each; with one shard, FENCE itself. */
+export const FENCE_SHARD_PK_PREFIX = 'SYS#fence';
+export const fenceShardKey = (shard: number, n: number): ItemKey =>
+  n === 1 ? { PK: SYS_PK, SK: FENCE_SK } : { PK: `${FENCE_SHARD_PK_PREFIX}${shardSuffix(shard, n)}`, SK: FENCE_SK };
 export const EPOCH_SK = 'EPOCH';
 export const RESTORE_HOLD_SK = 'RESTORE_HOLD';
 export const restorePk = (restoreId: string) => `RESTORE#${restoreId}`;
@@ -76,6 +131,13 @@ export const telqLeaseSk = (epoch: number, expiresMs: number, id: string) =>
 /** Sorts after every record id in a slot key (ids never contain it). */
 export const TELQ_SK_END = '~';
 export const telqTimeBound = (ms: number) => pad(ms, TIME_DIGITS);
+/**
+ * The partition of telemetry shard `s` of `n` (docs/data-model.md "Telemetry shards"): each holds its
+ * own STATE, identity and record items. With one shard it is TELQ#outbox itself.
+ */
+export const telqShardPk = (s: number, n: number) => `${TELQ_PK}${shardSuffix(s, n)}`;
+/** Many audit events of one transaction in one never-leased item, unpacked into records at claim. */
+export const telqBatchSk = (availableMs: number, firstId: string) => `${telqFreshSk(availableMs, firstId)}#batch`;
 
 /** A packed history segment of an artifact's audit chain (src/audit/compaction.ts). */
 export const SEGMENT_SK_PREFIX = 'SEG#';
@@ -106,6 +168,15 @@ export const RESTORE_ACTIVATION_SK = 'RESTORE_ACTIVATION';
 // Retention (src/retention; docs/data-model.md "Retention"). Partitioned per content root, so a restore
 // into another root starts fresh observations.
 export const retentionPk = (contentRootId: string) => `RET#${contentRootId}`;
+/**
+ * An observation's partition: RET#{root}, or RET#{root}#{s} with s = shardOf(object key, index_shards)
+ * when index_shards > 1 (every publish condition-checks its objects' observations). Runs stay in RET#{root}.
+ */
+export const observationPk = (contentRootId: string, objectKey: string, indexShards: number) =>
+  `RET#${contentRootId}${shardSuffix(shardOf(objectKey, indexShards), indexShards)}`;
+/** Every observation partition of a content root (a reader of all observations fans out over them). */
+export const observationPartitions = (contentRootId: string, indexShards: number) =>
+  indexPartitions(retentionPk(contentRootId), indexShards);
 export const OBSERVATION_SK_PREFIX = 'OBS#';
 export const observationSk = (objectKey: string) => `${OBSERVATION_SK_PREFIX}${objectKey}`;
 export const RETENTION_RUN_SK_PREFIX = 'RUN#';

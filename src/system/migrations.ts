@@ -11,10 +11,14 @@
  *   test on SQLite and on DynamoDB Local;
  * - it never rewrites a committed immutable item or an audit item (docs/invariants.md).
  *
- * There is no real migration yet: schema 1 is the only layout. The list is the mechanism issue 13 will
- * use for key layout changes.
+ * A moved audit entry keeps its hashed content: it carries `moved_from_sk` (the key it was hashed
+ * under) and is verified with that key (src/audit/hash.ts, docs/audit-format.md §2 "Moved entries").
+ *
+ * Registered: `installation-2-execution-record-keys` (schema 1 → 2, issue 16 item 9), in
+ * ./migrations/execution-keys.ts.
  */
 import type { ItemStore } from '../store/item-store.ts';
+import { moveExecutionRecords } from './migrations/execution-keys.ts';
 
 /** The versioned parts of an installation's layout. */
 export type SchemaComponent = 'installation' | 'telemetry_queue';
@@ -29,4 +33,13 @@ export interface Migration {
   run(items: ItemStore): Promise<void>;
 }
 
-export const MIGRATIONS: readonly Migration[] = [];
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    id: 'installation-2-execution-record-keys',
+    component: 'installation',
+    from: 1,
+    run: async (items) => {
+      await moveExecutionRecords(items);
+    },
+  },
+];

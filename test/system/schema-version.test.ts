@@ -2,7 +2,8 @@
  * Schema versions (issue 15 item 7) on both engines: a fresh store and a current one open; a newer
  * installation record or telemetry queue refuses with a coded error; an older one runs the registered
  * migrations once, in order, idempotently (again after a crash between the migration and its record,
- * and with two nodes racing). The migrations here are injected: schema 1 is the only real layout.
+ * and with two nodes racing). The migrations here are injected, one step past CURRENT_SCHEMA (the real
+ * installation 1 → 2 migration has its own test: test/system/migration-execution-keys.test.ts).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -31,12 +32,12 @@ const installationKey = { PK: SYS_PK, SK: INSTALLATION_SK };
 const queueKey = { PK: TELQ_PK, SK: TELQ_STATE_SK };
 const MARK = { PK: 'TEST#migration', SK: 'MARK' };
 
-/** A test migration 1 → 2 of the installation: adds one item; counts its runs; idempotent by condition. */
+/** A test migration CURRENT → CURRENT + 1 of the installation: adds one item; counts its runs; idempotent by condition. */
 function markMigration(runs: { n: number }): Migration {
   return {
     id: 'test-0002-mark',
     component: 'installation',
-    from: 1,
+    from: CURRENT_SCHEMA.installation,
     run: async (items: ItemStore) => {
       runs.n++;
       const existing = await items.get(MARK, { consistent: true });
@@ -47,6 +48,7 @@ function markMigration(runs: { n: number }): Migration {
 }
 
 const NEWER = { ...CURRENT_SCHEMA, installation: CURRENT_SCHEMA.installation + 1 };
+const CUR = CURRENT_SCHEMA.installation;
 
 function schemaSuite(name: string, open: () => Promise<{ ctx: ServiceContext; close(): Promise<void> }>) {
   describe(`schema versions (${name})`, () => {
@@ -67,7 +69,7 @@ function schemaSuite(name: string, open: () => Promise<{ ctx: ServiceContext; cl
         assert.deepEqual(
           current.map((s) => [s.component, s.stored, s.current, s.migrated.length]),
           [
-            ['installation', 1, 1, 0],
+            ['installation', CUR, CUR, 0],
             ['telemetry_queue', 1, 1, 0],
           ],
         );
@@ -85,8 +87,8 @@ function schemaSuite(name: string, open: () => Promise<{ ctx: ServiceContext; cl
         assert.ok(err instanceof SchemaTooNew, String(err));
         assert.equal(err.code, 'CONFLICT');
         assert.equal(err.exitCode, 4);
-        assert.deepEqual(err.details, { reason: 'schema_too_new', component: 'installation', stored: 7, supported: 1 });
-        assert.match(err.message, /version 7, newer than this ALP supports \(1\): upgrade ALP/);
+        assert.deepEqual(err.details, { reason: 'schema_too_new', component: 'installation', stored: 7, supported: CUR });
+        assert.match(err.message, new RegExp(`version 7, newer than this ALP supports \\(${CUR}\\): upgrade ALP`));
       } finally {
         await close();
       }
@@ -116,12 +118,12 @@ function schemaSuite(name: string, open: () => Promise<{ ctx: ServiceContext; cl
         const migrations = [markMigration(runs)];
         const first = await checkSchema(ctx.items, { migrations, current: NEWER });
         assert.deepEqual(first[0]?.migrated, ['test-0002-mark']);
-        assert.equal(await readSchemaVersion(ctx.items, 'installation'), 2);
+        assert.equal(await readSchemaVersion(ctx.items, 'installation'), CUR + 1);
         assert.equal((await ctx.items.get(MARK, { consistent: true }))?.value, 'migrated');
         const again = await checkSchema(ctx.items, { migrations, current: NEWER });
         assert.deepEqual(again[0]?.migrated, []);
         assert.equal(runs.n, 1);
-        // The code of schema 1 now refuses the migrated installation.
+        // The code of the current schema now refuses the migrated installation.
         await assert.rejects(checkSchema(ctx.items), SchemaTooNew);
       } finally {
         await close();
@@ -134,11 +136,11 @@ function schemaSuite(name: string, open: () => Promise<{ ctx: ServiceContext; cl
         await initInstallation(ctx);
         const runs = { n: 0 };
         const m = markMigration(runs);
-        await m.run(ctx.items); // the crashed attempt: its effect is there, the version is still 1
-        assert.equal(await readSchemaVersion(ctx.items, 'installation'), 1);
+        await m.run(ctx.items); // the crashed attempt: its effect is there, the version is still CUR
+        assert.equal(await readSchemaVersion(ctx.items, 'installation'), CUR);
         await checkSchema(ctx.items, { migrations: [m], current: NEWER });
         assert.equal(runs.n, 2);
-        assert.equal(await readSchemaVersion(ctx.items, 'installation'), 2);
+        assert.equal(await readSchemaVersion(ctx.items, 'installation'), CUR + 1);
         const marks = await ctx.items.query({ pk: MARK.PK });
         assert.equal(marks.items.length, 1);
       } finally {
@@ -157,7 +159,7 @@ function schemaSuite(name: string, open: () => Promise<{ ctx: ServiceContext; cl
           checkSchema(ctx.items, { migrations, current: NEWER }),
         ]);
         assert.equal(results.length, 2);
-        assert.equal(await readSchemaVersion(ctx.items, 'installation'), 2);
+        assert.equal(await readSchemaVersion(ctx.items, 'installation'), CUR + 1);
         assert.equal((await ctx.items.query({ pk: MARK.PK })).items.length, 1);
       } finally {
         await close();
@@ -174,7 +176,7 @@ function schemaSuite(name: string, open: () => Promise<{ ctx: ServiceContext; cl
           assert.equal(e.details?.reason, 'no_migration');
           return true;
         });
-        assert.equal(await readSchemaVersion(ctx.items, 'installation'), 1);
+        assert.equal(await readSchemaVersion(ctx.items, 'installation'), CUR);
       } finally {
         await close();
       }
@@ -212,7 +214,7 @@ test('the CLI refuses an installation written by a newer ALP with exit 4 and one
   try {
     const row = db.prepare('SELECT attrs FROM items WHERE PK = ? AND SK = ?').get(SYS_PK, INSTALLATION_SK) as { attrs: string };
     db.prepare('UPDATE items SET attrs = ? WHERE PK = ? AND SK = ?').run(
-      JSON.stringify({ ...(JSON.parse(row.attrs) as object), schema_version: 2 }),
+      JSON.stringify({ ...(JSON.parse(row.attrs) as object), schema_version: CUR + 1 }),
       SYS_PK,
       INSTALLATION_SK,
     );
@@ -222,7 +224,13 @@ test('the CLI refuses an installation written by a newer ALP with exit 4 and one
     for (const args of [['artifact', 'create', '--name', 'n', '--file', file], ['artifact', 'list'], ['init']]) {
       const r = await runAlp([...args, '--data', data]);
       assert.equal(r.code, 4, `${args.join(' ')}: ${r.stderr}`);
-      assert.match(r.stderr, /^alp: CONFLICT: the installation's schema is version 2, newer than this ALP supports \(1\): upgrade ALP/m);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `^alp: CONFLICT: the installation's schema is version ${CUR + 1}, newer than this ALP supports \\(${CUR}\\): upgrade ALP`,
+          'm',
+        ),
+      );
     }
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM items').get() as { n: number }).n, before);
   } finally {
