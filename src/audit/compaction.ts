@@ -261,7 +261,7 @@ async function removeHot(ctx: ServiceContext, items: Item[]): Promise<number> {
 /** A transaction that also checks the maintenance fence (compaction is a writer like any other). */
 async function fenced(ctx: ServiceContext, ops: TransactOp[]): Promise<void> {
   try {
-    await ctx.items.transactWrite([...ops, fenceCheck()]);
+    await ctx.items.transactWrite([...ops, fenceCheck(ctx)]);
   } catch (e) {
     if (!(e instanceof ConditionFailed)) throw e;
     if (e.failedIndex === ops.length) throw new MaintenanceInProgress();

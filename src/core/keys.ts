@@ -95,6 +95,9 @@ export const runPk = (runId: string) => `RUN#${runId}`;
 export const RUN_POINTER_SK = 'POINTER';
 export const tokenPk = (tokenHash: string) => `TOKEN#${tokenHash}`;
 export const TOKEN_SK = 'TOKEN';
+/** IDEM#{principal}#{sha256 hex of the key} / IDEM: an idempotency key's record (lifecycle/idempotency.ts). */
+export const idempotencyPk = (principalId: string, keyHash: string) => `IDEM#${principalId}#${keyHash}`;
+export const IDEMPOTENCY_SK = 'IDEM';
 /** INSTANCE#{id} / LEASE: a process instance's lease, refreshed while it holds upload reservations (lifecycle/instance.ts). */
 export const instanceLeaseKey = (instanceId: string) => ({ PK: `INSTANCE#${instanceId}`, SK: 'LEASE' });
 export const principalPk = (principalId: string) => `PRINCIPAL#${principalId}`;

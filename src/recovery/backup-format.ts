@@ -20,6 +20,7 @@ import { canonicalDigest, canonicalJson } from '../core/canonical-json.ts';
 import { type Digest, DigestAccumulator, isDigest } from '../core/digest.ts';
 import { IntegrityError, InvalidInput, NotFound } from '../core/errors.ts';
 import type { Item, ItemKey } from '../store/item-store.ts';
+import { isFenceShardKey } from '../system/fence-shards.ts';
 import { LIVE_LOCK_KEYS } from '../system/state.ts';
 
 export const BACKUP_FORMAT = 'alp-backup/1';
@@ -28,11 +29,11 @@ export const ITEMS_FILE = 'items.jsonl';
 export const OBJECTS_FILE = 'objects.jsonl';
 export const CONTENT_DIR = 'content';
 
-/** Live locks, never data (system/state.ts): a backup leaves them out and a restore never writes them. */
+/** Live locks, never data (system/state.ts; and the fence shards, system/fence-shards.ts): a backup leaves them out and a restore never writes them. */
 export const NEVER_BACKED_UP: readonly ItemKey[] = LIVE_LOCK_KEYS;
 
 export function isNeverBackedUp(key: ItemKey): boolean {
-  return NEVER_BACKED_UP.some((k) => k.PK === key.PK && k.SK === key.SK);
+  return NEVER_BACKED_UP.some((k) => k.PK === key.PK && k.SK === key.SK) || isFenceShardKey(key);
 }
 
 export interface BackupObject {

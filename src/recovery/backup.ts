@@ -125,7 +125,7 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
   try {
     await ctx.items.transactWrite([
       { op: 'put', item: { ...registryKey, type: 'backup', ...record }, condition: cond.notExists() },
-      fenceCheck(),
+      fenceCheck(ctx),
     ]);
   } catch (e) {
     await fs.rm(partial, { recursive: true, force: true });
@@ -328,7 +328,7 @@ export async function retireBackup(ctx: ServiceContext, backupId: string, by: st
     throw new Conflict(`backup ${backupId} is ${record.status}: it names nothing, there is nothing to retire`);
   const at = ctx.clock.now().toISOString();
   const set = { status: 'RETIRED', retired_at: at, retired_by: by, retire_reason: why };
-  const core: TransactOp[] = [{ op: 'update', key, update: { set }, condition: cond.eq('status', 'COMPLETE') }, fenceCheck()];
+  const core: TransactOp[] = [{ op: 'update', key, update: { set }, condition: cond.eq('status', 'COMPLETE') }, fenceCheck(ctx)];
   const event = { event_id: `backup:${backupId}:retired`, type: 'backup_retired', aggregate_id: `backup:${backupId}`, timestamp: at };
   const sinks = await Promise.all(ctx.auditSinks.map((s) => s.opsFor([event])));
   try {

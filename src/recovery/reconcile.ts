@@ -424,7 +424,7 @@ async function persist(ctx: ServiceContext, report: ReconcileReport, restore: Re
     findings_truncated: findings.length > kept.length,
   };
   // Persisting is a database write like any other: not while a maintenance holds the fence.
-  const ops: TransactOp[] = [{ op: 'put', item, condition: cond.notExists() }, fenceCheck()];
+  const ops: TransactOp[] = [{ op: 'put', item, condition: cond.notExists() }, fenceCheck(ctx)];
   if (restore) {
     ops.push({
       op: 'update',
@@ -496,7 +496,7 @@ export async function activateRestore(ctx: ServiceContext, reconcileId: string, 
     },
     clearRestoreHoldOp(r.restore_id),
     installationIsCheck(r.installation_id),
-    fenceCheck(),
+    fenceCheck(ctx),
     {
       op: 'put',
       item: {
