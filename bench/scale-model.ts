@@ -2,16 +2,18 @@
  * The scale projection (issue 16): recorded key traces (test/helpers/contention-store.ts) projected to
  * the goal load. A projection from key traces, not a throughput measurement.
  *
- * Per key (an item `PK|SK`, a base partition PK, a GSI1 partition GSI1PK) the recorded units are
- * turned into units/s at the goal by what the key names:
+ * The trace is one node's, run on the injected clock at the goal's pace per node (goal versions/s ÷
+ * nodes), so time-based behaviour (the per-node token cache, leases) is traced as it would run. Per key
+ * (an item `PK|SK`, a base partition PK, a GSI1 partition GSI1PK), the recorded units per traced
+ * second become units/s at the goal by what the key names:
  * - per-artifact (the key names the artifact, its name or one of its runs, and only operations on that
  *   artifact touch it): units per version of that artifact × the hottest artifact's peak rate;
  * - per-human (an approver's own keys): units per decision of that human × a human's peak decision rate;
- * - per-node (INSTANCE# leases: one node's own items): units per version × goal rate / nodes;
+ * - per-node (INSTANCE# leases: one node's own items): units per traced second (one node);
  * - sharded (the key carries a shard suffix of the layout): the key's family (the key without its
- *   suffix) gets units per version × goal rate, spread over the N shards by the uniform hash: / N;
- * - shared (anything else): units per version × goal rate (the share of the trace's versions that
- *   touched it, times the goal rate, times its units).
+ *   suffix) at units per traced second × nodes, spread over the N shards by the uniform hash: / N;
+ * - shared (anything else): units per traced second × nodes. For work done per operation this is the
+ *   share of the trace's versions that touched the key × the goal rate × its units.
  */
 
 import type { Layout } from '../src/system/layout.ts';
@@ -56,8 +58,15 @@ interface Acc {
   ops: Set<OperationTrace>;
 }
 
+/** What the workload traced: versions and the clock seconds they took on the one traced node. */
+export interface TracedRun {
+  versions: number;
+  seconds: number;
+}
+
 export interface Projection {
   versions: number;
+  seconds: number;
   items: Projected[];
   partitions: Projected[];
   tableWcu: number;
@@ -102,11 +111,11 @@ function project(
   scope: Projected['scope'],
   m: Map<string, Acc>,
   traces: OperationTrace[],
-  versions: number,
+  run: TracedRun,
   layout: Layout,
   goal: Goal,
 ): Projected[] {
-  const perVersion = goal.versionsPerSecond / versions;
+  const allNodes = goal.nodes / run.seconds;
   const versionsOf = new Map<string, number>();
   const decisionsOf = new Map<string, number>();
   for (const t of traces) {
@@ -122,13 +131,13 @@ function project(
   const out: Projected[] = [];
   for (const [key, a] of m) {
     const { cls, entity } = classify(key, a.ops, layout);
-    let scale = perVersion;
+    let scale = allNodes;
     let { wcu, rcu } = a;
-    if (cls === 'per-node') scale = perVersion / goal.nodes;
+    if (cls === 'per-node') scale = 1 / run.seconds;
     if (cls === 'sharded') {
       const f = families.get(stripSuffix(key)) as { wcu: number; rcu: number };
       ({ wcu, rcu } = f);
-      scale = perVersion / componentShards(key, layout);
+      scale = allNodes / componentShards(key, layout);
     }
     if (cls === 'per-artifact') {
       const artifact = [...a.ops][0]?.artifact ?? '';
@@ -140,12 +149,12 @@ function project(
   return out;
 }
 
-export function projectTraces(traces: OperationTrace[], versions: number, layout: Layout, goal: Goal = GOAL): Projection {
+export function projectTraces(traces: OperationTrace[], run: TracedRun, layout: Layout, goal: Goal = GOAL): Projection {
   const items = project(
     'item',
     accumulate(traces, (a) => (a.table === 'base' && a.op !== 'query' && a.op !== 'scan' ? a.key : undefined)),
     traces,
-    versions,
+    run,
     layout,
     goal,
   );
@@ -153,7 +162,7 @@ export function projectTraces(traces: OperationTrace[], versions: number, layout
     'base partition',
     accumulate(traces, (a) => (a.table === 'base' ? a.pk : undefined)),
     traces,
-    versions,
+    run,
     layout,
     goal,
   );
@@ -161,7 +170,7 @@ export function projectTraces(traces: OperationTrace[], versions: number, layout
     'GSI1 partition',
     accumulate(traces, (a) => (a.table === 'GSI1' ? a.pk : undefined)),
     traces,
-    versions,
+    run,
     layout,
     goal,
   );
@@ -177,13 +186,22 @@ export function projectTraces(traces: OperationTrace[], versions: number, layout
     for (const a of t.accesses) if (a.table === 'base' && a.mode === 'write' && !a.failed) written.set(a.key, a.bytes);
   const bytes = [...written.values()].reduce((n, b) => n + b, 0);
   return {
-    versions,
+    versions: run.versions,
+    seconds: run.seconds,
     items,
     partitions: [...base, ...gsi],
-    tableWcu: (wcu * goal.versionsPerSecond) / versions,
-    tableRcu: (rcu * goal.versionsPerSecond) / versions,
-    bytesPerVersion: bytes / versions,
+    tableWcu: (wcu * goal.nodes) / run.seconds,
+    tableRcu: (rcu * goal.nodes) / run.seconds,
+    bytesPerVersion: bytes / run.versions,
   };
+}
+
+/** Requests per version of the workload: 9 lifecycle requests + 3 listings per artifact of 2 versions. */
+export const REQUESTS_PER_VERSION = 9 + 3 / 2;
+
+/** The clock time per request that makes the traced node run at its share of the goal. */
+export function goalMsPerRequest(goal: Goal = GOAL): number {
+  return (1000 * goal.nodes) / (goal.versionsPerSecond * REQUESTS_PER_VERSION);
 }
 
 /** Keys over their limit (items: 1,000 WCU/s, 3,000 RCU/s; partitions the same per partition). */

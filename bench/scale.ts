@@ -14,7 +14,7 @@ import { defaultLayout, type Layout } from '../src/system/layout.ts';
 import type { OperationTrace } from '../test/helpers/contention-store.ts';
 import { contentionInstallation, type Engine, runWorkload } from '../test/helpers/contention-workload.ts';
 import { stopDistributedServers } from '../test/helpers/distributed.ts';
-import { GOAL, LIMITS, overLimit, type Projected, type Projection, projectTraces } from './scale-model.ts';
+import { GOAL, goalMsPerRequest, LIMITS, overLimit, type Projected, type Projection, projectTraces } from './scale-model.ts';
 import { fmt, header } from './util.ts';
 
 export async function benchScale(opts: { artifacts?: number } = {}): Promise<Projection> {
@@ -23,9 +23,9 @@ export async function benchScale(opts: { artifacts?: number } = {}): Promise<Pro
   const artifacts = opts.artifacts ?? 40;
   const inst = await contentionInstallation(engine, layout);
   try {
-    const { versions } = await runWorkload(inst, { artifacts, concurrency: 4 });
+    const { versions, seconds } = await runWorkload(inst, { artifacts, concurrency: 4, msPerRequest: goalMsPerRequest() });
     const traces = inst.store.traces;
-    const p = projectTraces(traces, versions, layout);
+    const p = projectTraces(traces, { versions, seconds }, layout);
     printProjection(p, traces, { engine, layout, artifacts });
     return p;
   } finally {
@@ -39,15 +39,16 @@ function printProjection(p: Projection, traces: OperationTrace[], run: { engine:
   header('scale: key traces projected to the goal load (a model, not a throughput measurement)');
   console.log(
     `\nWorkload: ${run.artifacts} artifacts × 2 versions on ${run.engine}, layout index=${l.index_shards}, telemetry=${l.telemetry_shards}, fence=${l.fence_shards}; ` +
-      `${traces.length} operations, ${p.versions} versions traced.`,
+      `${traces.length} operations, ${p.versions} versions traced in ${p.seconds.toFixed(2)} s of clock ` +
+      `(${(p.versions / p.seconds).toFixed(1)} versions/s: one node's share of the goal, ${goalMsPerRequest().toFixed(2)} ms per request).`,
   );
   console.log(
     `Goal: ${GOAL.nodes} nodes, ${fmt(GOAL.versionsPerSecond)} new versions/s, ${fmt(GOAL.totalVersions)} versions; per version 1 create-or-version, 1 propose, ` +
-      `1 approve, 1 exec start, 3 uploads, 1 finish, 1 provenance, 3 listings (versions by state, transitions and runs of the day), a token lookup per request. ` +
+      `1 approve, 1 exec start, 3 uploads, 1 finish, 1 provenance, 3 listings per artifact (versions by state, transitions and runs of the day), a token lookup per request as the HTTP entry point makes it. ` +
       `Hottest artifact ${GOAL.hottestArtifactVersionsPerSecond} versions/s; a human decides at most ${GOAL.humanDecisionsPerSecond}/s.`,
   );
   const all = [...p.items, ...p.partitions];
-  const top = (list: Projected[], by: 'wcu' | 'rcu') => [...list].sort((a, b) => b[by] - a[by]).slice(0, 10);
+  const top = (list: Projected[], by: 'wcu' | 'rcu') => grouped(list, by).slice(0, 10);
   table('Top 10 items by projected WCU/s', top(p.items, 'wcu'), 'wcu', LIMITS.itemWcu);
   table('Top 10 items by projected RCU/s', top(p.items, 'rcu'), 'rcu', LIMITS.itemRcu);
   table('Top 10 partition keys (base table and GSI1) by projected WCU/s', top(p.partitions, 'wcu'), 'wcu', LIMITS.partitionWcu);
@@ -66,20 +67,36 @@ function printProjection(p: Projection, traces: OperationTrace[], run: { engine:
       `(${fmt(p.bytesPerVersion)} B of items per version; GSI1 projects ALL, so indexed items count again there).`,
   );
   printTransactions(traces);
-  const cls = (x: Projected) => `${x.scope} ${x.key} (${x.cls}): ${fmt(x.wcu)} WCU/s, ${fmt(x.rcu)} RCU/s`;
+  const cls = (x: Projected) => `${x.scope} ${shorten(x.key)} (${x.cls}): ${fmt(x.wcu)} WCU/s, ${fmt(x.rcu)} RCU/s`;
   console.log(
     `\n${over.length === 0 ? 'PASS' : 'FAIL'}: ${over.length} of ${all.length} items and partition keys over ${fmt(LIMITS.itemWcu)} WCU/s or ${fmt(LIMITS.itemRcu)} RCU/s` +
       (over.length ? `:\n${over.map((x) => `  - ${cls(x)}`).join('\n')}` : '.'),
   );
 }
 
-function table(title: string, rows: Projected[], by: 'wcu' | 'rcu', limit: number): void {
-  console.log(`\n**${title}** (limit ${fmt(limit)} ${by.toUpperCase()}/s)\n`);
-  console.log('| # | scope | key | class | WCU/s | RCU/s | traced ops | |');
-  console.log('|---:|---|---|---|---:|---:|---:|---|');
+type Row = Projected & { like: number };
+
+/** Keys that differ only by an id (every artifact's HEAD) make one row: the hottest of them, and how many. */
+function grouped(list: Projected[], by: 'wcu' | 'rcu'): Row[] {
+  const rows = new Map<string, Row>();
+  for (const p of [...list].sort((a, b) => b[by] - a[by])) {
+    const k = `${p.scope}|${shorten(p.key)}|${p.cls}`;
+    const r = rows.get(k);
+    if (r) r.like++;
+    else rows.set(k, { ...p, like: 1 });
+  }
+  return [...rows.values()];
+}
+
+function table(title: string, rows: Row[], by: 'wcu' | 'rcu', limit: number): void {
+  console.log(`\n**${title}** (limit ${fmt(limit)} ${by.toUpperCase()}/s; keys that differ only by an id: the hottest, and how many)\n`);
+  console.log('| # | scope | key | class | keys | WCU/s | RCU/s | traced ops | |');
+  console.log('|---:|---|---|---|---:|---:|---:|---:|---|');
   rows.forEach((r, i) => {
     const flag = r[by] > limit ? `**over ${(r[by] / limit).toFixed(1)}×**` : 'ok';
-    console.log(`| ${i + 1} | ${r.scope} | \`${shorten(r.key)}\` | ${r.cls} | ${fmt(r.wcu, 1)} | ${fmt(r.rcu, 1)} | ${r.ops} | ${flag} |`);
+    console.log(
+      `| ${i + 1} | ${r.scope} | \`${shorten(r.key)}\` | ${r.cls} | ${r.like} | ${fmt(r.wcu, 1)} | ${fmt(r.rcu, 1)} | ${r.ops} | ${flag} |`,
+    );
   });
 }
 
@@ -91,7 +108,8 @@ function shorten(key: string): string {
     .replace(/INSTANCE#[^|]+/, 'INSTANCE#{node}')
     .replace(/RET#[0-9a-f]+/, 'RET#{root}')
     .replace(/RUN#[A-Za-z0-9_-]{16,}/, 'RUN#{run}')
-    .replace(/contention-\d+-[a-z0-9]+/, '{name}');
+    .replace(/contention-\d+-[a-z0-9]+/, '{name}')
+    .replace(/[0-9A-HJKMNP-TV-Z]{26}/g, '{ulid}');
 }
 
 function printTransactions(traces: OperationTrace[]): void {

@@ -41,6 +41,8 @@ export interface ContentionInstallation {
   ctx: ServiceContext & { clock: ManualClock };
   store: ContentionStore;
   queue: TelemetryQueue;
+  /** Clock time a request takes (runWorkload sets it). */
+  msPerRequest: number;
   close(): Promise<void>;
 }
 
@@ -74,7 +76,7 @@ export async function contentionInstallation(
   const ctx = Object.assign(createContext({ items: parts.store, content: parts.content, clock, layout: { ...layout } }), { clock });
   await initInstallation(ctx);
   const queue = await attachAuditSinks(ctx, opts.telemetry ? { limits: opts.telemetry } : {});
-  return { engine, ctx, store: parts.store, queue, close: parts.close };
+  return { engine, ctx, store: parts.store, queue, msPerRequest: 250, close: parts.close };
 }
 
 export interface WorkloadOptions {
@@ -83,10 +85,18 @@ export interface WorkloadOptions {
   concurrency?: number;
   /** Humans who approve, round robin (each decision is a human's). */
   approvers?: number;
+  /**
+   * Clock time each request takes (default 250 ms): the trace is one node's, so a bench sets this to
+   * the goal's pace per node and time-based behaviour (the token cache, leases) is traced at that pace.
+   */
+  msPerRequest?: number;
 }
 
 export interface WorkloadResult {
   versions: number;
+  /** Requests made (labelled operations) and the clock time they spanned. */
+  requests: number;
+  seconds: number;
   artifacts: string[];
   approvers: string[];
 }
@@ -112,6 +122,9 @@ async function makeActors(ctx: ServiceContext, approvers: number): Promise<Actor
 export async function runWorkload(inst: ContentionInstallation, opts: WorkloadOptions): Promise<WorkloadResult> {
   const { ctx, store } = inst;
   const actors = await makeActors(ctx, opts.approvers ?? 10);
+  const started = ctx.clock.now().getTime();
+  const before = store.traces.length;
+  inst.msPerRequest = opts.msPerRequest ?? 250;
   const ids: string[] = [];
   let n = 0;
   await forEachLimited(
@@ -122,19 +135,29 @@ export async function runWorkload(inst: ContentionInstallation, opts: WorkloadOp
       const id = await walkArtifact(inst, actors, human, i);
       ids.push(id);
       n += 2;
-      const req = <T>(kind: string, fn: () => Promise<T>) => store.operation(kind, '', () => authed(ctx, actors.agentToken, fn));
+      const req = <T>(kind: string, fn: () => Promise<T>) => store.operation(kind, '', () => authed(inst, actors.agentToken, fn));
       const day = ctx.clock.now().toISOString().slice(0, 10);
       await req('list-by-state', () => listArtifacts(ctx, { state: 'EXECUTED', limit: 50 }));
       await req('list-transitions', () => queryIndex(ctx, 'transitions', day, { limit: 50 }));
       await req('list-runs', () => queryIndex(ctx, 'runs', day, { limit: 50 }));
     },
   );
-  return { versions: n, artifacts: ids, approvers: actors.humans.map((h) => h.principal.id) };
+  return {
+    versions: n,
+    requests: store.traces.length - before,
+    seconds: (ctx.clock.now().getTime() - started) / 1000,
+    artifacts: ids,
+    approvers: actors.humans.map((h) => h.principal.id),
+  };
 }
 
-/** A request: the entry point looks the bearer token up (api/auth.ts), then calls the service. */
-async function authed<T>(ctx: ServiceContext, token: string, fn: () => Promise<T>): Promise<T> {
-  await resolveToken(ctx, token);
+/**
+ * A request: it takes its clock time, the entry point looks the bearer token up as api/auth.ts does
+ * (cached per node for a bounded time where the code has that cache), then calls the service.
+ */
+async function authed<T>(inst: ContentionInstallation, token: string, fn: () => Promise<T>): Promise<T> {
+  inst.ctx.clock.advance(inst.msPerRequest);
+  await resolveToken(inst.ctx, token, { cached: true });
   return fn();
 }
 
@@ -146,7 +169,7 @@ async function walkArtifact(inst: ContentionInstallation, actors: Actors, human:
     'create',
     '',
     () =>
-      authed(ctx, actors.agentToken, () => createArtifact(ctx, actors.agent, { name, filename: 'run.sh', body: bytesOf(`echo ${i}\n`) })),
+      authed(inst, actors.agentToken, () => createArtifact(ctx, actors.agent, { name, filename: 'run.sh', body: bytesOf(`echo ${i}\n`) })),
     [name],
   );
   const id = created.version.artifact_id;
@@ -157,7 +180,7 @@ async function walkArtifact(inst: ContentionInstallation, actors: Actors, human:
   await store.operation(
     'version',
     id,
-    () => authed(ctx, actors.agentToken, () => addVersion(ctx, actors.agent, id, { filename: 'run.sh', body: bytesOf(`echo ${i}b\n`) })),
+    () => authed(inst, actors.agentToken, () => addVersion(ctx, actors.agent, id, { filename: 'run.sh', body: bytesOf(`echo ${i}b\n`) })),
     [name],
   );
   await lifecycle(inst, actors, human, id, name, 2);
@@ -173,29 +196,22 @@ async function lifecycle(
   v: number,
 ) {
   const { ctx, store } = inst;
-  const step = () => ctx.clock.advance(250);
   const as = <T>(kind: string, token: string, fn: () => Promise<T>, extra: string[] = []) =>
-    store.operation(kind, id, () => authed(ctx, token, fn), [name, ...extra]);
-  step();
+    store.operation(kind, id, () => authed(inst, token, fn), [name, ...extra]);
   await as('propose', actors.agentToken, () => propose(ctx, actors.agent, id, v));
-  step();
   await as('approve', human.token, () => decide(ctx, human.principal, id, v, { decision: 'APPROVE', evidenceRef: `CR-${v}` }), [
     human.principal.id,
   ]);
-  step();
   const run = await as('exec-start', actors.agentToken, () => startExecution(ctx, actors.agent, id, v));
   // The start's trace learns its run once the id exists (operations of one artifact run one at a time).
   store.traces.findLast((t) => t.kind === 'exec-start' && t.artifact === id)?.entities.push(run.run_id);
   for (const out of ['stdout.log', 'stderr.log', 'output.json']) {
-    step();
     await as('upload', actors.agentToken, () => uploadOutput(ctx, actors.agent, run.run_id, out, bytesOf(`${out} of ${id} v${v}\n`)), [
       run.run_id,
     ]);
   }
-  step();
   await as('finish', actors.agentToken, () => finishExecution(ctx, actors.agent, run.run_id, { status: 'SUCCEEDED', exitCode: 0 }), [
     run.run_id,
   ]);
-  step();
   await as('provenance', actors.agentToken, () => addProvenance(ctx, actors.agent, id, { action: 'generate', model: 'model-x' }));
 }
