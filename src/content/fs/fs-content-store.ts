@@ -317,6 +317,11 @@ export class FsContentStore implements ContentStore {
     return { key, size: stat.size, storageClass: reportedClass(key) };
   }
 
+  /** No storage classes on a file system: nothing to report (head's storageClass is a stand-in). */
+  async storageClass(_key: string): Promise<string | undefined> {
+    return undefined;
+  }
+
   async listPage(prefix: string, opts: { cursor?: string; limit?: number } = {}): Promise<ListPage> {
     validateListPrefix(prefix);
     const limit = listLimit(opts.limit);
