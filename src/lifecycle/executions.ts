@@ -14,7 +14,16 @@ import type { Body } from '../content/content-store.ts';
 import { isoDate, isoTimestamp } from '../core/clock.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { artifactPk, eventGsiSk, executionSk, RUN_POINTER_SK, runGsiPk, runPk } from '../core/keys.ts';
+import {
+  artifactPk,
+  eventGsiSk,
+  executionFinishSk,
+  executionOutputSk,
+  executionSk,
+  RUN_POINTER_SK,
+  runGsiPk,
+  runPk,
+} from '../core/keys.ts';
 import { EXECUTION_OUTPUTS, type ExecutionOutput, executionKey } from '../core/object-keys.ts';
 import { cond, type Item, queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
@@ -194,7 +203,7 @@ export async function uploadOutput(
           entries: [
             {
               type: 'execution_output',
-              keys: () => ({ SK: `${executionSk(runId)}#OUTPUT#${output}` }),
+              keys: () => ({ SK: executionOutputSk(runId, output) }),
               fields: { run_id: runId, name: output, ...record, uploaded_by: actor },
             },
           ],
@@ -246,7 +255,7 @@ export async function finishExecution(
     });
     const finish = {
       type: 'execution_finish' as const,
-      keys: () => ({ SK: `${executionSk(runId)}#FINISH` }),
+      keys: () => ({ SK: executionFinishSk(runId) }),
       fields: { run_id: runId, status, exit_code: input.exitCode, finished_by: actor, outputs: exec.outputs },
     };
     const viewUpdate = {
