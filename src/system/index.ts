@@ -5,7 +5,7 @@
  * no other module builds the keys of these SYS#installation items.
  *
  *   import { system } from '../system/index.ts';
- *   ops.push(system.fence.check({ kind: 'artifacts', ids: [artifactId] }));
+ *   ops.push(system.fence.check(ctx, { kind: 'artifacts', ids: [artifactId] }));
  *
  * The named functions behind it (system/state.ts, fence.ts, recovery.ts, installation.ts, schema.ts,
  * backups.ts, restore-proof.ts) may be imported directly too.
@@ -54,7 +54,7 @@ export const system = {
   },
   restoreHold: { check: noRestoreHoldCheck, isHeld: isRestoreHeld },
   fence: {
-    /** The check op a publisher's transaction carries for a scope (one global FENCE today). */
+    /** The check op a publisher's transaction carries for a scope: one fence shard of ctx.layout (fence-shards.ts). */
     check: fenceCheck,
     assertNotHeld: assertNotFenced,
     isHeld: isFenced,
@@ -62,6 +62,7 @@ export const system = {
     acquire: acquireMaintenance,
     release: releaseMaintenance,
     run: withMaintenance,
+    /** The master, the epoch and every shard: free | held | partial | orphaned. */
     status: maintenanceStatus,
     /** Crash recovery: take an abandoned fence over in a newer epoch and run the registered steps. */
     recover: recoverMaintenance,

@@ -224,15 +224,27 @@ function registerMaintenanceCommands(program: Command): void {
       withRuntime(cmd, async (rt) => {
         const s = await maintenanceStatus(rt.ctx);
         const f = s.fence;
+        // Sharded fences (system/fence-shards.ts): how many shards the master's holder holds, honestly.
+        const sh = s.shards;
+        const others = sh.held_by_other ? `, ${sh.held_by_other} by another token` : '';
+        const missing = sh.missing ? `; not held: ${sh.missing.join(', ')}${sh.missing.length === 20 ? ', …' : ''}` : '';
+        const partial = s.state === 'partial' ? ` (PARTIAL: being taken or released, or left so by a crash${missing})` : '';
+        const shardLine = sh.count === 1 ? [] : [`  shards: ${sh.held} of ${sh.count} held by this fence${others}${partial}`];
         output(rt.opts, s, () =>
           f
             ? [
                 `fence HELD by ${f.holder} (${f.purpose}) in epoch ${f.epoch} since ${f.acquired_at}, pid ${f.pid} on ${f.host}`,
+                ...shardLine,
                 s.abandoned
                   ? `  abandoned (the installation is at epoch ${s.epoch}): recover with \`alp maintenance release --epoch ${s.epoch}\``
                   : `  current epoch ${s.epoch}: if that process is dead, \`alp epoch advance\`, then \`alp maintenance release --epoch ${s.epoch + 1}\``,
               ]
-            : [`no fence held (epoch ${s.epoch})`],
+            : s.state === 'orphaned'
+              ? [
+                  `no master fence, but ${sh.held_by_other} of ${sh.count} fence shards are held (ORPHANED): publishers on them are refused;`,
+                  `  \`alp epoch advance\`, then \`alp maintenance release --epoch ${s.epoch + 1}\``,
+                ]
+              : [`no fence held (epoch ${s.epoch})`],
         );
       }),
     );
