@@ -12,6 +12,8 @@
  * - per-node (INSTANCE# leases: one node's own items): units per traced second (one node);
  * - sharded (the key carries a shard suffix of the layout): the key's family (the key without its
  *   suffix) at units per traced second × nodes, spread over the N shards by the uniform hash: / N;
+ * - listings (operations on no artifact) that touch a per-artifact or per-human key add their units
+ *   per traced second × nodes (every node's agents list the same newest entries);
  * - shared (anything else): units per traced second × nodes. For work done per operation this is the
  *   share of the trace's versions that touched the key × the goal rate × its units.
  */
@@ -56,6 +58,9 @@ interface Acc {
   wcu: number;
   rcu: number;
   ops: Set<OperationTrace>;
+  /** The part of wcu/rcu from installation-wide operations (listings: no artifact of their own). */
+  wideWcu: number;
+  wideRcu: number;
 }
 
 /** What the workload traced: versions and the clock seconds they took on the one traced node. */
@@ -81,9 +86,13 @@ function accumulate(traces: OperationTrace[], keyOf: (a: Access) => string | und
       const k = keyOf(a);
       if (k === undefined) continue;
       let e = m.get(k);
-      if (!e) m.set(k, (e = { wcu: 0, rcu: 0, ops: new Set() }));
+      if (!e) m.set(k, (e = { wcu: 0, rcu: 0, ops: new Set(), wideWcu: 0, wideRcu: 0 }));
       e.wcu += a.wcu;
       e.rcu += a.rcu;
+      if (!t.artifact) {
+        e.wideWcu += a.wcu;
+        e.wideRcu += a.rcu;
+      }
       e.ops.add(t);
     }
   return m;
@@ -96,11 +105,13 @@ function ownEntity(key: string, ops: Set<OperationTrace>): string | undefined {
   return first.entities.find((e) => key.includes(e) && rest.every((t) => t.entities.includes(e)));
 }
 
+/** Classified by the operations on artifacts; installation-wide ones (listings) project as shared. */
 function classify(key: string, ops: Set<OperationTrace>, layout: Layout): { cls: KeyClass; entity?: string } {
   const bare = key.split('|')[0] as string;
   if (bare.startsWith('INSTANCE#')) return { cls: 'per-node' };
   if (hasShardSuffix(key, layout)) return { cls: 'sharded' };
-  const e = ownEntity(key, ops);
+  const own = new Set([...ops].filter((t) => t.artifact));
+  const e = own.size === 0 ? undefined : ownEntity(key, own);
   if (e === undefined) return { cls: 'shared' };
   return e.startsWith('reviewer-') ? { cls: 'per-human', entity: e } : { cls: 'per-artifact', entity: e };
 }
@@ -139,12 +150,19 @@ function project(
       ({ wcu, rcu } = f);
       scale = allNodes / componentShards(key, layout);
     }
+    let wide = { wcu: 0, rcu: 0 };
+    if (cls === 'per-artifact' || cls === 'per-human') {
+      // The entity's own operations at the entity's peak rate, plus the listings' reads of it as shared.
+      wide = { wcu: a.wideWcu * allNodes, rcu: a.wideRcu * allNodes };
+      wcu -= a.wideWcu;
+      rcu -= a.wideRcu;
+    }
     if (cls === 'per-artifact') {
-      const artifact = [...a.ops][0]?.artifact ?? '';
+      const artifact = [...a.ops].find((t) => t.artifact)?.artifact ?? '';
       scale = goal.hottestArtifactVersionsPerSecond / Math.max(1, versionsOf.get(artifact) ?? 1);
     }
     if (cls === 'per-human') scale = goal.humanDecisionsPerSecond / Math.max(1, decisionsOf.get(entity as string) ?? 1);
-    out.push({ scope, key, cls, wcu: wcu * scale, rcu: rcu * scale, ops: a.ops.size });
+    out.push({ scope, key, cls, wcu: wcu * scale + wide.wcu, rcu: rcu * scale + wide.rcu, ops: a.ops.size });
   }
   return out;
 }

@@ -80,7 +80,7 @@ type Row = Projected & { like: number };
 function grouped(list: Projected[], by: 'wcu' | 'rcu'): Row[] {
   const rows = new Map<string, Row>();
   for (const p of [...list].sort((a, b) => b[by] - a[by])) {
-    const k = `${p.scope}|${shorten(p.key)}|${p.cls}`;
+    const k = `${p.scope}|${shortKey(p)}|${p.cls}`;
     const r = rows.get(k);
     if (r) r.like++;
     else rows.set(k, { ...p, like: 1 });
@@ -95,9 +95,14 @@ function table(title: string, rows: Row[], by: 'wcu' | 'rcu', limit: number): vo
   rows.forEach((r, i) => {
     const flag = r[by] > limit ? `**over ${(r[by] / limit).toFixed(1)}×**` : 'ok';
     console.log(
-      `| ${i + 1} | ${r.scope} | \`${shorten(r.key)}\` | ${r.cls} | ${r.like} | ${fmt(r.wcu, 1)} | ${fmt(r.rcu, 1)} | ${r.ops} | ${flag} |`,
+      `| ${i + 1} | ${r.scope} | \`${shortKey(r)}\` | ${r.cls} | ${r.like} | ${fmt(r.wcu, 1)} | ${fmt(r.rcu, 1)} | ${r.ops} | ${flag} |`,
     );
   });
+}
+
+/** A sharded key as its family (`#{s}` for the shard), any other key with its ids made generic. */
+function shortKey(p: Projected): string {
+  return shorten(p.cls === 'sharded' ? p.key.replace(/#\d+(?=$|\|)/, '#{s}') : p.key);
 }
 
 /** Ids made generic so the tables are stable across runs. */

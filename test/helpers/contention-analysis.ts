@@ -36,8 +36,8 @@ export interface Offender {
 
 /** The component a key belongs to, for its shard count. */
 export function componentShards(key: string, layout: Layout): number {
-  if (key.includes('TELQ')) return layout.telemetry_shards;
-  if (key.includes('FENCE')) return layout.fence_shards;
+  if (/TELQ|telemetry/i.test(key)) return layout.telemetry_shards;
+  if (/fence/i.test(key)) return layout.fence_shards;
   return layout.index_shards;
 }
 
