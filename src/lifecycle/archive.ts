@@ -1,80 +1,215 @@
 /**
  * Archive: for an artifact whose versions are all settled, copy every object it names (version
  * content, metadata snapshots, execution outputs) to archive/{yyyy}/{mm}/{id}/… (GLACIER where the
- * engine has classes), verify each copy, then in one transaction record the archive keys and move
- * every version to ARCHIVED. Originals stay: only the retention protocol may remove them.
+ * engine has classes) and move every version to ARCHIVED, at any size: CHUNKED, JOURNALED, RESUMABLE.
+ *
+ * - The plan (archive-plan.ts) is a pure function of the archive time and of the version and
+ *   execution items; the journal item ART#{id} / ARCHIVE records the time, what was planned and the
+ *   progress, so a re-run (`alp artifact archive` again, on any node) continues the same plan.
+ * - Each chunk first copies its objects (create-only: the identical bytes already at a key are
+ *   success, so a copy redone after a crash is harmless; engines verify each copy without reading it
+ *   back: S3 by checksum or source, content-store.ts), then commits ONE audited transaction: the moves of
+ *   its versions to ARCHIVED with their Transition entries, its executions' archive_objects, the journal
+ *   update, the HEAD, the fence check, the retention publish checks of its copies and the telemetry
+ *   records, sized to fit MAX_TRANSACT_OPS (AUDIT_RESERVED_OPS kept free, telemetry never dropped for size).
+ * - The FIRST chunk also creates the journal (status ARCHIVING) and marks the HEAD `archived: { status:
+ *   'ARCHIVING' }`, in the same transaction as the first moves: no version is ever ARCHIVED without the
+ *   journal and the marker, and from that commit on reads and listings show ARCHIVING and new versions
+ *   are refused (addVersion refuses any `archived` HEAD). Its build re-lists the versions, so a version
+ *   added before it commits fails the archive (retry: it is not settled), as before chunking.
+ * - The LAST chunk sets status ARCHIVED on the journal and the HEAD. A crash anywhere leaves either
+ *   nothing recorded (before the first commit: only orphan copies, which retention may reclaim) or a
+ *   journal saying ARCHIVING with whole chunks committed; the next call resumes from the first
+ *   version not yet ARCHIVED. Every version moves exactly once (its update is conditioned on the state
+ *   and row_version it was read in).
+ * Originals stay: only the retention protocol may remove them.
  */
-import { AUDIT_RESERVED_OPS, runAudited } from '../audit/chain.ts';
-import type { Digest } from '../core/digest.ts';
+import { AUDIT_RESERVED_OPS, type AuditPlan, type Heads, readHead, runAudited } from '../audit/chain.ts';
 import { Conflict } from '../core/errors.ts';
-import { archiveKey } from '../core/object-keys.ts';
-import { cond, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
+import { ARCHIVE_JOURNAL_SK, artifactPk } from '../core/keys.ts';
+import { forEachLimited } from '../core/limit.ts';
+import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced } from '../system/fence.ts';
 import { assertActor } from './access.ts';
-import { listExecutions } from './executions.ts';
-import type { ArchivedObject, HeadItem, Principal } from './model.ts';
+import { type ArchiveUnit, packChunks, pendingUnits } from './archive-plan.ts';
+import { type ExecutionItem, listExecutions } from './executions.ts';
+import type { ArchivedObject, HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, type Planned, planMove } from './moves.ts';
 import { SETTLED_STATES } from './state-machine.ts';
 import { listVersions } from './versions.ts';
 
+/** Copies in flight per chunk. */
+const COPY_CONCURRENCY = 8;
+/** A HEAD lists its archived objects up to this many; larger archives list them on the versions and runs. */
+export const HEAD_OBJECTS_MAX = 64;
+/** Operations of a chunk beyond its units: the journal write (AUDIT_RESERVED_OPS covers HEAD, fence, sink). */
+const CHUNK_OVERHEAD_OPS = 1;
+
+export interface ArchiveJournal extends Item {
+  type: 'archive_journal';
+  artifact_id: string;
+  status: 'ARCHIVING' | 'ARCHIVED';
+  /** The archive time: the target keys' archive/{yyyy}/{mm}/ and HEAD archived.at. */
+  at: string;
+  started_by: string;
+  /** What was planned when the first chunk committed. */
+  planned_versions: number;
+  planned_runs: number;
+  planned_objects: number;
+  chunks_committed: number;
+  versions_archived: number;
+  updated_at: string;
+}
+
+const journalKey = (artifactId: string) => ({ PK: artifactPk(artifactId), SK: ARCHIVE_JOURNAL_SK });
+
+export async function readArchiveJournal(ctx: ServiceContext, artifactId: string): Promise<ArchiveJournal | undefined> {
+  return (await ctx.items.get(journalKey(artifactId), { consistent: true })) as ArchiveJournal | undefined;
+}
+
+type ArchiveMark = { at: string; status?: 'ARCHIVING' | 'ARCHIVED'; objects: ArchivedObject[]; object_count?: number };
+
 export async function archiveArtifact(ctx: ServiceContext, actor: Principal, artifactId: string): Promise<{ archived: ArchivedObject[] }> {
   assertActor('archive', actor);
-  await assertNotFenced(ctx);
+  await assertNotFenced(ctx, { kind: 'artifacts', ids: [artifactId] });
+  const head = await readHead(ctx, artifactId);
+  const journal = await readArchiveJournal(ctx, artifactId);
+  if (journal?.status === 'ARCHIVED' || (!journal && head.archived)) throw new Conflict(`artifact ${artifactId} is already archived`);
   const versions = await listVersions(ctx.items, artifactId);
+  if (!journal) assertAllSettled(artifactId, versions);
+  const executions = await listExecutions(ctx, artifactId);
+  const at = journal ? new Date(journal.at) : ctx.clock.now();
+  const units = pendingUnits(at, artifactId, versions, executions);
+  const budget = MAX_TRANSACT_OPS - AUDIT_RESERVED_OPS - CHUNK_OVERHEAD_OPS;
+  let chunks: ArchiveUnit[][];
+  try {
+    chunks = packChunks(units, budget, Boolean(head.compensates));
+  } catch (e) {
+    throw new Conflict(`artifact ${artifactId} cannot be archived: ${(e as Error).message}`);
+  }
+  if (chunks.length === 0) chunks = [[]];
+  // Every object of the archive: those recorded by committed chunks, then this call's (whose sizes
+  // the copies fill in before their chunk commits).
+  const done = [...versions, ...executions].flatMap((i) => (i.archive_objects as ArchivedObject[] | undefined) ?? []);
+  const total = [...done, ...units.flatMap((u) => u.objects)];
+  const state = { first: journal === undefined };
+  for (const [i, chunk] of chunks.entries()) {
+    await copyChunk(ctx, chunk);
+    const last = i === chunks.length - 1;
+    await runAudited(ctx, [artifactId], (heads) =>
+      chunkPlan(ctx, heads, { artifactId, actor, at, chunk, first: state.first, last, versions, executions, total }),
+    );
+    state.first = false;
+  }
+  return { archived: total };
+}
+
+function assertAllSettled(artifactId: string, versions: VersionItem[]): void {
   const unsettled = versions.filter((v) => !SETTLED_STATES.includes(v.state));
   if (unsettled.length) {
     throw new Conflict(
       `artifact ${artifactId} has versions that are not settled: ${unsettled.map((v) => `v${v.version} ${v.state}`).join(', ')}`,
     );
   }
-  const executions = await listExecutions(ctx, artifactId);
-  const at = ctx.clock.now();
-  const copies: Array<ArchivedObject & { owner: { PK: string; SK: string } }> = [];
-  const plan = (original: string, digest: Digest, size: number | undefined, owner: { PK: string; SK: string }) =>
-    copies.push({ original_key: original, archive_key: archiveKey(at, artifactId, original), digest, size: size ?? -1, owner });
-  for (const v of versions) {
-    plan(v.content_key, v.content_hash, v.size, v);
-    plan(v.metadata_key, v.metadata_hash, undefined, v);
-  }
-  for (const e of executions) for (const o of Object.values(e.outputs)) plan(o.key, o.digest as Digest, o.size, e);
-  for (const c of copies) {
-    const written = await ctx.content.copy(c.original_key, c.archive_key, { expectedDigest: c.digest, storageClass: 'GLACIER' });
-    c.size = written.size;
-    // Read the copy back through the verifying path before anything points at it.
-    for await (const _ of await ctx.content.get(c.archive_key, c.digest, { expectedSize: written.size })) {
-    }
-  }
-  const archived: ArchivedObject[] = copies.map(({ owner: _o, ...rest }) => rest);
-  await runAudited(ctx, [artifactId], async (heads) => {
-    const head = heads[artifactId] as HeadItem;
-    if (head.archived) throw new Conflict(`artifact ${artifactId} is already archived`);
-    const current = await listVersions(ctx.items, artifactId);
-    if (current.length !== versions.length) throw new Conflict(`artifact ${artifactId} gained a version while archiving; retry`);
-    const stamp = at.toISOString();
-    const parts: Planned[] = current.map((v) => {
-      const mine = archived.filter((a) => copies.find((c) => c.archive_key === a.archive_key)?.owner.SK === v.SK);
-      const contentCopy = mine.find((a) => a.original_key === v.content_key);
-      return planMove(head, v, 'ARCHIVED', 'archive', actor, stamp, {
-        reason: 'archived',
-        set: { archive_objects: mine, ...(contentCopy ? { archive_key: contentCopy.archive_key } : {}) },
-      });
-    });
-    const execOps: TransactOp[] = executions.map((e) => ({
-      op: 'update',
-      key: { PK: e.PK, SK: e.SK },
-      update: { set: { archive_objects: archived.filter((a) => copies.find((c) => c.archive_key === a.archive_key)?.owner.SK === e.SK) } },
-      condition: cond.exists(),
-    }));
-    const merged = merge(...parts);
-    if (merged.ops.length + merged.entries.length + execOps.length + archived.length + AUDIT_RESERVED_OPS > MAX_TRANSACT_OPS) {
-      throw new Conflict(`artifact ${artifactId} has too many versions and runs to archive in one transaction`);
-    }
-    return {
-      chains: [{ artifactId, entries: merged.entries, headSet: { archived: { at: stamp, objects: archived } } }],
-      ops: [...merged.ops, ...execOps],
-      published: archived.map((a) => a.archive_key),
-    };
+}
+
+async function copyChunk(ctx: ServiceContext, chunk: ArchiveUnit[]): Promise<void> {
+  const objects = chunk.flatMap((u) => u.objects);
+  await forEachLimited(objects, COPY_CONCURRENCY, async (o) => {
+    const written = await ctx.content.copy(o.original_key, o.archive_key, { expectedDigest: o.digest, storageClass: 'GLACIER' });
+    o.size = written.size;
   });
-  return { archived };
+}
+
+interface ChunkInput {
+  artifactId: string;
+  actor: Principal;
+  at: Date;
+  chunk: ArchiveUnit[];
+  first: boolean;
+  last: boolean;
+  versions: VersionItem[];
+  executions: ExecutionItem[];
+  total: ArchivedObject[];
+}
+
+async function chunkPlan(ctx: ServiceContext, heads: Heads, c: ChunkInput): Promise<AuditPlan> {
+  const head = heads[c.artifactId] as HeadItem;
+  const mark = head.archived as ArchiveMark | undefined;
+  const at = c.at.toISOString();
+  if (c.first) {
+    if (mark)
+      throw new Conflict(
+        `artifact ${c.artifactId} is already ${mark.status === 'ARCHIVING' ? 'being archived: run archive again to resume' : 'archived'}`,
+      );
+    const current = await listVersions(ctx.items, c.artifactId);
+    if (current.length !== c.versions.length) throw new Conflict(`artifact ${c.artifactId} gained a version while archiving; retry`);
+    assertAllSettled(c.artifactId, current);
+  } else if (mark?.status !== 'ARCHIVING' || mark.at !== at) {
+    throw new Conflict(`artifact ${c.artifactId} is not being archived from ${at}; run archive again`);
+  }
+  const stamp = ctx.clock.now().toISOString();
+  const parts: Planned[] = [];
+  const ops: TransactOp[] = [];
+  for (const u of c.chunk) {
+    const archive_objects = u.objects.map((o) => ({ ...o }));
+    if (u.kind === 'version') {
+      const contentCopy = archive_objects.find((a) => a.original_key === u.item.content_key);
+      const set = { archive_objects, ...(contentCopy ? { archive_key: contentCopy.archive_key } : {}) };
+      parts.push(planMove(head, u.item, 'ARCHIVED', 'archive', c.actor, stamp, { reason: 'archived', set }));
+    } else {
+      ops.push({
+        op: 'update',
+        key: { PK: u.item.PK, SK: u.item.SK },
+        update: { set: { archive_objects } },
+        condition: cond.and(cond.exists(), cond.attrNotExists('archive_objects')),
+      });
+    }
+  }
+  const merged = merge(...parts);
+  const versionsNow = c.chunk.filter((u) => u.kind === 'version').length;
+  return {
+    chains: [{ artifactId: c.artifactId, entries: merged.entries, ...headSet(c, at) }],
+    ops: [...merged.ops, ...ops, journalOp(c, at, stamp, versionsNow)],
+    published: c.chunk.flatMap((u) => u.objects.map((o) => o.archive_key)),
+  };
+}
+
+function headSet(c: ChunkInput, at: string): { headSet?: Record<string, unknown> } {
+  if (c.last) {
+    const small = c.total.length <= HEAD_OBJECTS_MAX;
+    const archived: ArchiveMark = { at, status: 'ARCHIVED', objects: small ? c.total : [], object_count: c.total.length };
+    return { headSet: { archived } };
+  }
+  if (c.first) return { headSet: { archived: { at, status: 'ARCHIVING', objects: [] } satisfies ArchiveMark } };
+  return {};
+}
+
+function journalOp(c: ChunkInput, at: string, stamp: string, versionsNow: number): TransactOp {
+  const key = journalKey(c.artifactId);
+  const status = c.last ? 'ARCHIVED' : 'ARCHIVING';
+  if (c.first) {
+    const item: ArchiveJournal = {
+      ...key,
+      type: 'archive_journal',
+      artifact_id: c.artifactId,
+      status,
+      at,
+      started_by: c.actor.id,
+      planned_versions: c.versions.length,
+      planned_runs: c.executions.length,
+      planned_objects: c.total.length,
+      chunks_committed: 1,
+      versions_archived: versionsNow,
+      updated_at: stamp,
+    };
+    return { op: 'put', item, condition: cond.notExists() };
+  }
+  return {
+    op: 'update',
+    key,
+    update: { set: { status, updated_at: stamp }, add: { chunks_committed: 1, versions_archived: versionsNow } },
+    condition: cond.eq('status', 'ARCHIVING'),
+  };
 }
