@@ -44,9 +44,24 @@ export async function benchQueueFull(opts: { transitions?: number; maxRecords?: 
       await store.operation(kind, id, () => (kind === 'propose' ? propose(ctx, agent, id, 1) : withdraw(ctx, agent, id, 1)));
     }
     const tx = store.traces.reduce((s, t) => s + (t.calls.transactWrite ?? 0), 0);
-    const sent = sdk.stats().TransactWriteItems ?? 0;
+    const stats = sdk.stats();
+    const sent = stats.TransactWriteItems ?? 0;
+    // The model's write units for those transactions (base + GSI1) beside what DynamoDB Local reported.
+    const modelWcu = store.traces.reduce(
+      (s, t) => s + t.accesses.filter((a) => a.call === 'transactWrite').reduce((u, a) => u + a.wcu, 0),
+      0,
+    );
+    const reportedWcu = stats['TransactWriteItems.capacityUnits'] ?? 0;
     const dropped = (await queue.counters()).dropped - dropped0;
-    const figures = { transitions: n, fillCreates: ids.length, dropped, transactWrite: tx / n, sdkTransactWriteItems: sent / n };
+    const figures = {
+      transitions: n,
+      fillCreates: ids.length,
+      dropped,
+      transactWrite: tx / n,
+      sdkTransactWriteItems: sent / n,
+      modelWcu: modelWcu / n,
+      reportedWcu: reportedWcu / n,
+    };
     row('creates to fill the queue (max_records small)', String(ids.length));
     row(`transitions measured (propose/withdraw)`, String(n));
     row(
@@ -60,6 +75,11 @@ export async function benchQueueFull(opts: { transitions?: number; maxRecords?: 
       figures.transactWrite === 1 ? 'goal: 1' : 'goal: 1 — NOT MET',
     );
     row('TransactWriteItems requests per transition (SDK)', figures.sdkTransactWriteItems.toFixed(2), 'every attempt the engine sent');
+    row(
+      'write units per transition: model / DynamoDB Local',
+      `${figures.modelWcu.toFixed(1)} / ${figures.reportedWcu.toFixed(1)}`,
+      'model incl. GSI1 entries and cancelled attempts',
+    );
     return figures;
   } finally {
     await inst.close();

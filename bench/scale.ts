@@ -114,7 +114,8 @@ function shorten(key: string): string {
     .replace(/RET#[0-9a-f]+/, 'RET#{root}')
     .replace(/RUN#[A-Za-z0-9_-]{16,}/, 'RUN#{run}')
     .replace(/contention-\d+-[a-z0-9]+/, '{name}')
-    .replace(/[0-9A-HJKMNP-TV-Z]{26}/g, '{ulid}');
+    .replace(/[0-9A-HJKMNP-TV-Z]{26}/g, '{ulid}')
+    .replace(/\d{4}-\d\d-\d\dT[\d:.]+Z#\d+/, '{timestamp}#{seq}');
 }
 
 function printTransactions(traces: OperationTrace[]): void {
