@@ -89,6 +89,10 @@ function complete(doc: Json, rawRoutes: Map<string, { upload: boolean; download:
       responses['400'] ??= problem('invalid input, or the body does not match Repr-Digest (nothing stored; code INTEGRITY)');
       responses['413'] ??= problem('the body is larger than the upload limit (code TOO_LARGE)');
       responses['415'] ??= problem('a content coding was used (send the bytes as they are)');
+      if (id === 'createArtifact' || id === 'addVersion')
+        responses['422'] ??= problem(
+          'the Idempotency-Key was used for a different request (code CONFLICT, details.reason idempotency_key_reused)',
+        );
     }
     if (raw?.download) {
       const headers = {

@@ -101,6 +101,20 @@ export const UploadHeaders = Type.Object(
   },
   open,
 );
+/** Create and version: the upload headers and `Idempotency-Key` (lifecycle/idempotency.ts). */
+export const CreateHeaders = Type.Object(
+  {
+    ...UploadHeaders.properties,
+    'idempotency-key': Type.Optional(
+      Type.String({
+        maxLength: 300,
+        description:
+          'draft-ietf-httpapi-idempotency-key-header, e.g. "8e03978e-…" (1–255 visible ASCII characters): a retry with the same key and request answers the first result (201, Idempotent-Replayed: true) and writes nothing; the same key with a different request is refused (422, code CONFLICT, details.reason idempotency_key_reused). Scoped to the caller, kept 24 h.',
+      }),
+    ),
+  },
+  open,
+);
 
 // ---- bodies
 

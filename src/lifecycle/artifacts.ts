@@ -12,7 +12,7 @@ import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFoun
 import { newId } from '../core/ids.ts';
 import { artifactPk, createdGsiSk, HEAD_SK, nameGsiPk, stateGsiPk, versionSk } from '../core/keys.ts';
 import { contentKey, metadataKey, validateFilename } from '../core/object-keys.ts';
-import { cond, type Item } from '../store/item-store.ts';
+import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
@@ -39,6 +39,8 @@ export interface CreateArtifactInput extends ContentInput {
 export interface CreateOptions {
   contentKeyFor?: (artifactId: string) => string;
   headExtra?: Partial<HeadItem>;
+  /** Writes of the creation's own transaction (an idempotency record: lifecycle/idempotency.ts). */
+  extraOps?: (version: VersionItem) => TransactOp[];
 }
 
 export async function createArtifact(
@@ -54,7 +56,7 @@ export async function createArtifact(
     {},
     {
       chains: [{ artifactId: head.artifact_id, newHead: head, entries: [creation] }],
-      ops: [{ op: 'put', item: version, condition: cond.notExists() }],
+      ops: [{ op: 'put', item: version, condition: cond.notExists() }, ...(opts.extraOps?.(version) ?? [])],
       published: [version.content_key, version.metadata_key],
     },
   );
@@ -113,7 +115,13 @@ function newHeadItem(a: {
   };
 }
 
-export async function addVersion(ctx: ServiceContext, actor: Principal, artifactId: string, input: ContentInput): Promise<VersionItem> {
+export async function addVersion(
+  ctx: ServiceContext,
+  actor: Principal,
+  artifactId: string,
+  input: ContentInput,
+  opts: Pick<CreateOptions, 'extraOps'> = {},
+): Promise<VersionItem> {
   assertActor('addVersion', actor);
   const filename = validateFilename(input.filename);
   await assertNotFenced(ctx);
@@ -139,7 +147,7 @@ export async function addVersion(ctx: ServiceContext, actor: Principal, artifact
     return {
       // The policy as the HEAD stands now is chained with every version (audit/policy.ts).
       chains: [{ artifactId, entries: [creationTransition(version, actor, policyOf(heads[artifactId] as HeadItem))] }],
-      ops: [{ op: 'put', item: version, condition: cond.notExists() }],
+      ops: [{ op: 'put', item: version, condition: cond.notExists() }, ...(opts.extraOps?.(version) ?? [])],
       published: [version.content_key, version.metadata_key],
     };
   });

@@ -4,29 +4,23 @@
  */
 import { history } from '../../audit/history.ts';
 import { verifyArtifactAudit } from '../../audit/verify.ts';
-import {
-  addVersion,
-  createArtifact,
-  headView,
-  listArtifacts,
-  openVersionContent,
-  resolveVersion,
-  showArtifact,
-} from '../../lifecycle/artifacts.ts';
+import { headView, listArtifacts, openVersionContent, resolveVersion, showArtifact } from '../../lifecycle/artifacts.ts';
+import { addVersionOnce, createArtifactOnce } from '../../lifecycle/idempotency.ts';
 import { parseLabel } from '../../lifecycle/validation.ts';
 import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
 import { versionView } from '../../lifecycle/versions.ts';
 import { principalOf } from '../auth.ts';
 import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
+import { asIdempotencyProblem, idempotencyKeyOf, markReplayed } from '../idempotency-header.ts';
 import {
   ArtifactWithVersions,
+  CreateHeaders,
   CreateQuery,
   FilenameQuery,
   History,
   IdParams,
   ListQuery,
   Page,
-  UploadHeaders,
   Verification,
   VersionList,
   VersionParams,
@@ -59,23 +53,32 @@ function artifactLevelRoutes(api: Api): AnyRouteDef[] {
         'The body is streamed to the content store while it is hashed, never buffered whole. With `Repr-Digest` (or `Content-Digest`) the stored bytes must match it, or nothing is kept (400). Past the size limit: 413.',
       tags,
       upload: true,
-      schema: { querystring: CreateQuery, headers: UploadHeaders, response: { 201: VersionSchema } },
+      schema: { querystring: CreateQuery, headers: CreateHeaders, response: { 201: VersionSchema } },
       handler: async (req, reply) => {
         const q = req.query;
         const labels = Object.fromEntries((q.label ?? []).map(parseLabel));
         const up = uploadInput(req, api.maxUploadBytes, api.metrics);
-        const { version } = await withUpload(up, api.metrics, api.inflight, req, () =>
-          createArtifact(ctx, principalOf(req), {
-            name: q.name,
-            filename: q.filename,
-            kind: q.kind,
-            labels,
-            quorum: q.quorum,
-            body: up.body,
-            expectedDigest: up.expectedDigest,
-            maxBytes: up.maxBytes,
-          }),
+        const key = idempotencyKeyOf(req);
+        const { version, replayed } = await withUpload(up, api.metrics, api.inflight, req, () =>
+          asIdempotencyProblem(() =>
+            createArtifactOnce(
+              ctx,
+              principalOf(req),
+              {
+                name: q.name,
+                filename: q.filename,
+                kind: q.kind,
+                labels,
+                quorum: q.quorum,
+                body: up.body,
+                expectedDigest: up.expectedDigest,
+                maxBytes: up.maxBytes,
+              },
+              key,
+            ),
+          ),
         );
+        markReplayed(reply, replayed);
         reply.code(201).header('location', `/v1/artifacts/${version.artifact_id}/versions/${version.version}`);
         return versionView(version);
       },
@@ -112,17 +115,22 @@ function versionRoutes(api: Api): AnyRouteDef[] {
       summary: 'Store the next version of an artifact from the raw body (DRAFT)',
       tags,
       upload: true,
-      schema: { params: IdParams, querystring: FilenameQuery, headers: UploadHeaders, response: { 201: VersionSchema } },
+      schema: { params: IdParams, querystring: FilenameQuery, headers: CreateHeaders, response: { 201: VersionSchema } },
       handler: async (req, reply) => {
         const up = uploadInput(req, api.maxUploadBytes, api.metrics);
-        const v = await withUpload(up, api.metrics, api.inflight, req, () =>
-          addVersion(ctx, principalOf(req), req.params.id, {
-            filename: req.query.filename,
-            body: up.body,
-            expectedDigest: up.expectedDigest,
-            maxBytes: up.maxBytes,
-          }),
+        const key = idempotencyKeyOf(req);
+        const { version: v, replayed } = await withUpload(up, api.metrics, api.inflight, req, () =>
+          asIdempotencyProblem(() =>
+            addVersionOnce(
+              ctx,
+              principalOf(req),
+              req.params.id,
+              { filename: req.query.filename, body: up.body, expectedDigest: up.expectedDigest, maxBytes: up.maxBytes },
+              key,
+            ),
+          ),
         );
+        markReplayed(reply, replayed);
         reply.code(201).header('location', `/v1/artifacts/${v.artifact_id}/versions/${v.version}`);
         return versionView(v);
       },

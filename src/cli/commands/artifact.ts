@@ -1,12 +1,16 @@
 import type { Command } from 'commander';
 import { parseDigest } from '../../core/digest.ts';
-import { addVersion, createArtifact, headView, listArtifacts, openVersionContent, showArtifact } from '../../lifecycle/artifacts.ts';
+import { headView, listArtifacts, openVersionContent, showArtifact } from '../../lifecycle/artifacts.ts';
+import { addVersionOnce, createArtifactOnce } from '../../lifecycle/idempotency.ts';
 import { parseLabel } from '../../lifecycle/validation.ts';
 import { versionView } from '../../lifecycle/versions.ts';
 import { openInputFile, writeVerifiedOutput } from '../files.ts';
 import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+const IDEMPOTENCY_HELP =
+  'a retry with the same key (per principal, kept 24 h) and the same request prints the first result and writes nothing; a different request with it is refused (exit 4, CONFLICT)';
 
 export function registerArtifactCommands(program: Command): Command {
   const artifact = program.command('artifact').description('create, version, read and list artifacts');
@@ -27,19 +31,25 @@ function addArtifactWriteCommands(artifact: Command): void {
     .option('--label <key=value>', 'a label (repeatable)', collect, [])
     .option('--quorum <n>', 'distinct human approvals needed (default 1)')
     .option('--digest <sha256>', 'expected sha256:… digest of the content; a mismatch stores nothing')
+    .option('--idempotency-key <key>', IDEMPOTENCY_HELP)
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const actor = await actingPrincipal(rt);
         const { body, filename } = await openInputFile(o.file, o.filename);
-        const { version } = await createArtifact(rt.ctx, actor, {
-          name: o.name,
-          filename,
-          kind: o.kind,
-          labels: Object.fromEntries((o.label as string[]).map(parseLabel)),
-          quorum: parseIntOption('--quorum', o.quorum, { min: 1, max: 10 }),
-          body,
-          expectedDigest: o.digest ? parseDigest(o.digest) : undefined,
-        });
+        const { version } = await createArtifactOnce(
+          rt.ctx,
+          actor,
+          {
+            name: o.name,
+            filename,
+            kind: o.kind,
+            labels: Object.fromEntries((o.label as string[]).map(parseLabel)),
+            quorum: parseIntOption('--quorum', o.quorum, { min: 1, max: 10 }),
+            body,
+            expectedDigest: o.digest ? parseDigest(o.digest) : undefined,
+          },
+          o.idempotencyKey,
+        );
         output(
           rt.opts,
           versionView(version),
@@ -54,11 +64,13 @@ function addArtifactWriteCommands(artifact: Command): void {
     .requiredOption('--file <path>', 'content file, or - for stdin')
     .option('--filename <filename>', 'filename to record (default: the file’s name)')
     .option('--digest <sha256>', 'expected sha256:… digest of the content')
+    .option('--idempotency-key <key>', IDEMPOTENCY_HELP)
     .action(async (id: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const actor = await actingPrincipal(rt);
         const { body, filename } = await openInputFile(o.file, o.filename);
-        const v = await addVersion(rt.ctx, actor, id, { filename, body, expectedDigest: o.digest ? parseDigest(o.digest) : undefined });
+        const input = { filename, body, expectedDigest: o.digest ? parseDigest(o.digest) : undefined };
+        const { version: v } = await addVersionOnce(rt.ctx, actor, id, input, o.idempotencyKey);
         output(rt.opts, versionView(v), () => `created ${v.artifact_id} v${v.version} ${v.state} ${v.content_hash} ${v.size} bytes`);
       }),
     );
