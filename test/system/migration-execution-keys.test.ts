@@ -18,6 +18,7 @@ import { auditHash } from '../../src/audit/chain.ts';
 import { compactHistory } from '../../src/audit/compaction.ts';
 import { history, loadChain } from '../../src/audit/history.ts';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
+import { TransactionConflict } from '../../src/core/errors.ts';
 import { artifactPk, HEAD_SK, INSTALLATION_SK, legacyExecutionFinishSk, legacyExecutionOutputSk, SYS_PK } from '../../src/core/keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { executionView, listExecutions, readExecution } from '../../src/lifecycle/executions.ts';
@@ -213,6 +214,36 @@ function migrationSuite(name: string, open: () => Promise<Fixture>) {
         assert.deepEqual(pyVerify(f.source, f.env).report.findings, []);
         const again = await moveExecutionRecords(f.ctx.items);
         assert.equal(again.moved, 0);
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('a move cancelled by a concurrent transaction (modelled: DynamoDB Local serialises them) is retried', async () => {
+      const f = await open();
+      try {
+        const ids = await schema1Installation(f);
+        const before = await readings(f.ctx, ids);
+        const total = (await legacyItems(f.ctx.items)).length;
+        // The model: every other transaction is cancelled before it applies anything, as DynamoDB
+        // cancels one of two concurrent transactions on an item (TransactionCanceled: TransactionConflict).
+        let calls = 0;
+        const conflicting = new Proxy(f.ctx.items, {
+          get(target, prop, receiver) {
+            if (prop === 'transactWrite')
+              return async (...args: Parameters<ItemStore['transactWrite']>) => {
+                if (calls++ % 2 === 0) throw new TransactionConflict('modelled: a concurrent transaction on the same item');
+                return target.transactWrite(...args);
+              };
+            const v = Reflect.get(target, prop, receiver);
+            return typeof v === 'function' ? v.bind(target) : v;
+          },
+        });
+        const report = await moveExecutionRecords(conflicting);
+        assert.equal(report.moved, total);
+        assert.equal(calls, 2 * total);
+        assert.deepEqual(await legacyItems(f.ctx.items), []);
+        assert.deepEqual(await readings(f.ctx, ids), before);
       } finally {
         await f.close();
       }

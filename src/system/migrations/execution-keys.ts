@@ -18,7 +18,7 @@
  * Only the ItemStore contract is used (scan, get, transactWrite): the same code on both engines.
  */
 import { canonicalJson } from '../../core/canonical-json.ts';
-import { ConditionFailed, IntegrityError } from '../../core/errors.ts';
+import { ConditionFailed, IntegrityError, TransactionConflict } from '../../core/errors.ts';
 import { MOVED_FROM_SK, movedExecutionSk } from '../../core/keys.ts';
 import { cond, type Item, type ItemStore } from '../../store/item-store.ts';
 
@@ -72,32 +72,45 @@ function sameEntry(old: Item, moved: Item): boolean {
   return canonicalJson(o) === canonicalJson(m);
 }
 
-/** Moves one item; false when the move was already done. Throws when the keys hold something else. */
+/** A move's transaction may fail this many times on concurrent transactions before the migration gives up (re-run it). */
+const MOVE_ATTEMPTS = 5;
+
+/**
+ * Moves one item; false when the move was already done. A condition failure or a transaction
+ * conflict (DynamoDB cancels one of two concurrent transactions on an item) applied nothing: the keys
+ * are read back to decide. Throws when they hold something else.
+ */
 async function moveOne(items: ItemStore, old: Item, next: Item): Promise<boolean> {
   const oldKey = { PK: old.PK, SK: old.SK };
-  try {
-    await items.transactWrite([
-      { op: 'put', item: next, condition: cond.notExists() },
-      { op: 'delete', key: oldKey, condition: cond.eq('hash', old.hash as string) },
-    ]);
-    return true;
-  } catch (e) {
-    if (!(e instanceof ConditionFailed)) throw e;
+  let failure: unknown;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await items.transactWrite([
+        { op: 'put', item: next, condition: cond.notExists() },
+        { op: 'delete', key: oldKey, condition: cond.eq('hash', old.hash as string) },
+      ]);
+      return true;
+    } catch (e) {
+      if (!(e instanceof ConditionFailed) && !(e instanceof TransactionConflict)) throw e;
+      failure = e;
+    }
+    const stillOld = await items.get(oldKey, { consistent: true });
+    const atNew = await items.get({ PK: next.PK, SK: next.SK }, { consistent: true });
+    if (!stillOld) return false; // moved by a racing migrator (atomically), or removed by compaction after packing
+    if (!atNew && stillOld.hash === old.hash) {
+      if (attempt >= MOVE_ATTEMPTS) throw failure;
+      continue; // a conflict applied nothing: try again
+    }
+    if (atNew && sameEntry(stillOld, atNew) && atNew[MOVED_FROM_SK] === old.SK) {
+      // Both present (not by this migration's single transaction): the copy is complete, drop the old
+      // one if it is still the entry read.
+      await items.delete(oldKey, { condition: cond.eq('hash', old.hash as string) }).catch((e: unknown) => {
+        if (!(e instanceof ConditionFailed)) throw e;
+      });
+      return false;
+    }
+    throw new IntegrityError(
+      `migration installation-2: cannot move ${old.PK} ${old.SK}: the item changed while it was moved, or ${next.SK} holds another item`,
+    );
   }
-  const [stillOld, atNew] = [
-    await items.get(oldKey, { consistent: true }),
-    await items.get({ PK: next.PK, SK: next.SK }, { consistent: true }),
-  ];
-  if (!stillOld) return false; // moved by a racing migrator (atomically), or removed by compaction after packing
-  if (atNew && sameEntry(stillOld, atNew) && atNew[MOVED_FROM_SK] === old.SK) {
-    // Both present (written by something other than this migration's single transaction): the copy
-    // is complete, drop the old one if it is still the entry read.
-    await items.delete(oldKey, { condition: cond.eq('hash', old.hash as string) }).catch((e: unknown) => {
-      if (!(e instanceof ConditionFailed)) throw e;
-    });
-    return false;
-  }
-  throw new IntegrityError(
-    `migration installation-2: cannot move ${old.PK} ${old.SK}: the item changed while it was moved, or ${next.SK} holds another item`,
-  );
 }
