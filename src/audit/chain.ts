@@ -18,6 +18,7 @@ import type { AuditEvent, ServiceContext } from '../system/context.ts';
 import { fenceCheck } from '../system/fence.ts';
 import { type AuditType, auditHash } from './hash.ts';
 import { assertPolicyBound } from './policy.ts';
+import { commitWithSinks } from './sink-commit.ts';
 
 export { AUDIT_TYPES, type AuditType, auditHash, hashedPart, isAuditType, RESERVATION_PREFIX, VIEW_FIELDS } from './hash.ts';
 
@@ -189,34 +190,24 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
     aggregate_id: i.artifact_id as string,
     timestamp,
   }));
-  const sinkParts = await Promise.all(ctx.auditSinks.map((s) => s.opsFor(events)));
   const published = plan.published ?? [];
-  const guards = published.length === 0 ? [] : ctx.publishChecks.flatMap((check) => check(ctx.content, published));
+  const guards = published.length === 0 ? [] : ctx.publishChecks.flatMap((check) => check(ctx.content, published, ctx.layout));
   const core = [
     ...domainOps,
     ...auditOps,
     ...headOps,
     ...guards,
-    fenceCheck({ kind: 'artifacts', ids: plan.chains.map((c) => c.artifactId) }),
+    fenceCheck(ctx, { kind: 'artifacts', ids: plan.chains.map((c) => c.artifactId) }),
   ];
   const firstHead = domainOps.length + auditOps.length;
   const firstGuard = firstHead + headOps.length;
   const fenceIndex = firstGuard + guards.length;
-  const attempt = (sinkOps: TransactOp[]) => ctx.items.transactWrite([...core, ...sinkOps]);
-  const sinkOps = sinkParts.flatMap((p) => p.ops);
-  const fallbackOps = sinkParts.flatMap((p) => p.fallback);
-  // Sink operations that would take the transaction past its operation limit use their fallback
-  // (a counted drop) instead; the lifecycle leaves room for it (AUDIT_RESERVED_OPS).
-  const fits = core.length + sinkOps.length <= MAX_TRANSACT_OPS;
+  // The sinks share what the transaction has left; the lifecycle leaves room for one fallback op
+  // (a counted drop, AUDIT_RESERVED_OPS). A sink never blocks the audit write (sink-commit.ts).
+  const budget = Math.floor((MAX_TRANSACT_OPS - core.length) / Math.max(1, ctx.auditSinks.length));
+  const sinkParts = await Promise.all(ctx.auditSinks.map((s) => s.opsFor(events, budget)));
   try {
-    try {
-      await attempt(fits ? sinkOps : fallbackOps);
-    } catch (e) {
-      // A sink that cannot take the events (a full queue) never blocks the audit write.
-      if (fits && e instanceof ConditionFailed && e.failedIndex !== undefined && e.failedIndex > fenceIndex) {
-        await attempt(fallbackOps);
-      } else throw e;
-    }
+    await commitWithSinks((sinkOps) => ctx.items.transactWrite([...core, ...sinkOps]), sinkParts, core.length);
   } catch (e) {
     if (!(e instanceof ConditionFailed)) throw e;
     const i = e.failedIndex;

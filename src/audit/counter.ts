@@ -1,11 +1,13 @@
 /**
  * Tail truncation evidence (issue 14 item 12). Two records independent of the chains themselves:
  *
- * - the installation-wide audit append counter `audit_appended` on the telemetry outbox STATE item
- *   (TELQ#outbox / STATE). Every audit transaction already updates that item (the sink admits or
- *   drops one record per entry), so the counter adds no new hot item. `audit_baseline` is the sum of
- *   every chain's length when counting began (0 for a new installation; `alp init` / `alp start`
- *   record it for an older one). Invariant: sum of every HEAD's audit_seq = baseline + appended.
+ * - the installation-wide audit append counter: `audit_appended` on each telemetry shard's STATE item
+ *   (TELQ#outbox / STATE when the outbox has one shard; src/telemetry/shards.ts), summed by readers.
+ *   Every audit transaction already updates the STATE of its artifact's shard (the sink admits or
+ *   drops one record per entry), so the counter adds no new hot item. `audit_baseline`, on the root
+ *   TELQ#outbox / STATE, is the sum of every chain's length when counting began (0 for a new
+ *   installation; `alp init` / `alp start` record it for an older one). Invariant: sum of every
+ *   HEAD's audit_seq = baseline + appended (the sum over the shards).
  *   Deleting the last entries of a chain and setting its HEAD back lowers the sum.
  * - checkpoints (`alp audit checkpoint`): every chain's (audit_seq, head hash) and the counter, in a
  *   file the operator keeps elsewhere; `alp audit verify --checkpoint FILE` proves every chain still
@@ -15,7 +17,7 @@ import { Conflict, InvalidInput } from '../core/errors.ts';
 import { cond } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { readInstallation } from '../system/installation.ts';
-import { stateKey } from '../telemetry/queue.ts';
+import { readQueueStates, stateKey } from '../telemetry/shards.ts';
 import { allHeads } from './chain.ts';
 import { loadChain } from './history.ts';
 
@@ -24,12 +26,18 @@ export interface CounterState {
   baseline: number | undefined;
 }
 
-async function readCounter(ctx: ServiceContext): Promise<CounterState | undefined> {
-  const state = await ctx.items.get(stateKey, { consistent: true });
-  if (!state) return undefined;
+interface ShardedCounter extends CounterState {
+  shards: number;
+}
+
+/** The counter summed over the outbox's shards (one consistent read each), the baseline from the root. */
+async function readCounter(ctx: ServiceContext): Promise<ShardedCounter | undefined> {
+  const q = await readQueueStates(ctx.items);
+  if (!q) return undefined;
   return {
-    appended: typeof state.audit_appended === 'number' ? state.audit_appended : 0,
-    baseline: typeof state.audit_baseline === 'number' ? state.audit_baseline : undefined,
+    appended: q.states.reduce((n, s) => n + (typeof s.audit_appended === 'number' ? s.audit_appended : 0), 0),
+    baseline: typeof q.root.audit_baseline === 'number' ? q.root.audit_baseline : undefined,
+    shards: q.shards,
   };
 }
 
@@ -43,7 +51,7 @@ async function sumOfChains(ctx: ServiceContext): Promise<number> {
  * The sum of every chain's length read while the counter did not move (a scan is not a snapshot):
  * undefined if writers kept appending through `attempts` scans.
  */
-async function stableSum(ctx: ServiceContext, attempts = 3): Promise<{ sum: number; counter: CounterState } | undefined> {
+async function stableSum(ctx: ServiceContext, attempts = 3): Promise<{ sum: number; counter: ShardedCounter } | undefined> {
   for (let i = 0; i < attempts; i++) {
     const before = await readCounter(ctx);
     if (!before) return undefined;
@@ -71,10 +79,15 @@ export async function establishAuditBaseline(ctx: ServiceContext): Promise<numbe
       stateKey,
       { set: { audit_baseline: baseline } },
       {
-        condition: cond.and(
-          cond.attrNotExists('audit_baseline'),
-          read.counter.appended === 0 ? cond.attrNotExists('audit_appended') : cond.eq('audit_appended', read.counter.appended),
-        ),
+        // With shards the appended counts live on other items: the stable read (every shard's count
+        // only grows, so an equal sum means no append in between) already made sum and count one instant.
+        condition:
+          read.counter.shards > 1
+            ? cond.attrNotExists('audit_baseline')
+            : cond.and(
+                cond.attrNotExists('audit_baseline'),
+                read.counter.appended === 0 ? cond.attrNotExists('audit_appended') : cond.eq('audit_appended', read.counter.appended),
+              ),
       },
     );
     return baseline;

@@ -40,7 +40,10 @@ export async function startInstallation(ctx: ServiceContext, config: StorageConf
     opts.bootstrapTokens === undefined ? {} : { bootstrapTokens: opts.bootstrapTokens },
   );
   // The storage worker initialises the telemetry outbox (limits from ALP_TELEMETRY_*, else defaults).
-  const telemetry = await new TelemetryQueue(ctx.items, telemetryLimitsFromEnv(), { clock: ctx.clock }).open();
+  const telemetry = await new TelemetryQueue(ctx.items, telemetryLimitsFromEnv(), {
+    clock: ctx.clock,
+    shards: ctx.layout.telemetry_shards,
+  }).open();
   // The audit append counter's baseline (issue 14 item 12), once, now that the outbox state exists.
   await establishAuditBaseline(ctx);
   const cleaned = await ctx.content.cleanupInterrupted();

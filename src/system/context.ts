@@ -46,11 +46,21 @@ export interface AuditEvent {
 }
 
 /**
- * A sink adds `ops` to the audit transaction. If one of its conditions fails (a full queue), the
- * transaction is retried with `fallback` instead, so the audit write itself always commits.
+ * What a sink adds to one audit transaction. If a condition of `ops` fails (a telemetry shard filled
+ * or drained since the sink last looked), `retry` is told which of its ops failed and may give the
+ * operations to try once instead (the sink learns the outcome that way); when it gives none or they
+ * fail too, the transaction is retried with `fallback`, which has no condition that can fail, so the
+ * audit write itself always commits.
  */
+export interface SinkOps {
+  ops: TransactOp[];
+  fallback: TransactOp[];
+  retry?(failedOp: number): TransactOp[] | undefined;
+}
+
 export interface AuditSink {
-  opsFor(events: AuditEvent[]): Promise<{ ops: TransactOp[]; fallback: TransactOp[] }>;
+  /** `budget`: the operations the transaction has left for this sink (its ops and fallback fit in it). */
+  opsFor(events: AuditEvent[], budget?: number): Promise<SinkOps>;
   /**
    * Told the audit entries of a transaction once it committed (the HTTP server's transitions metric).
    * Observation only: a sink that throws here never fails the committed write.
@@ -58,8 +68,8 @@ export interface AuditSink {
   committed?(entries: readonly Item[]): void;
 }
 
-/** The check operations a commit that publishes `keys` (object keys in `content`) must also pass. */
-export type PublishCheck = (content: ContentStore, keys: readonly string[]) => TransactOp[];
+/** The check operations a commit that publishes `keys` (object keys in `content`) must also pass (`layout`: ctx.layout). */
+export type PublishCheck = (content: ContentStore, keys: readonly string[], layout: Layout) => TransactOp[];
 
 /** What the operator gives a recovery besides the epoch. */
 export interface RecoveryOptions {

@@ -1,6 +1,7 @@
 /**
- * The telemetry queue's persisted counters for `/metrics` (Prometheus) and status pages. One strongly
- * consistent get per scrape, shared by every metric of that scrape.
+ * The telemetry queue's persisted counters for `/metrics` (Prometheus) and status pages, summed over
+ * its shards. One strongly consistent read per shard per scrape (the root get, then batchGets), shared
+ * by every metric of that scrape.
  *
  * The HTTP server calls `registerTelemetryMetrics(registry, ctx.items)` once at start-up with the
  * prom-client Registry it serves on /metrics (or passes `telemetryMetricsCollector` as a metrics
@@ -9,7 +10,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ItemStore } from '../store/item-store.ts';
 import type { TelemetryLimits } from './limits.ts';
-import { stateKey, type TelemetryCounters } from './queue.ts';
+import { readQueueStates, type TelemetryCounters, totalCounters } from './shards.ts';
 
 export interface TelemetrySnapshot extends TelemetryCounters {
   limits: TelemetryLimits;
@@ -17,16 +18,11 @@ export interface TelemetrySnapshot extends TelemetryCounters {
 
 /** The counters and limits as persisted, or undefined when the queue was never initialised. */
 export async function telemetryCounters(items: ItemStore): Promise<TelemetrySnapshot | undefined> {
-  const item = await items.get(stateKey, { consistent: true });
-  if (!item) return undefined;
-  const n = (k: string) => (typeof item[k] === 'number' ? (item[k] as number) : 0);
+  const states = await readQueueStates(items);
+  if (!states) return undefined;
+  const n = (k: string) => (typeof states.root[k] === 'number' ? (states.root[k] as number) : 0);
   return {
-    accepted: n('accepted'),
-    delivered: n('delivered'),
-    dropped: n('dropped'),
-    exhausted: n('exhausted'),
-    live_records: n('live_records'),
-    live_bytes: n('live_bytes'),
+    ...totalCounters(states),
     limits: { maxRecords: n('max_records'), maxBytes: n('max_bytes'), maxAttempts: n('max_attempts') },
   };
 }

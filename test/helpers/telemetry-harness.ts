@@ -15,13 +15,20 @@ export interface QueueContents {
   state: Item;
   ids: Item[];
   records: Item[];
+  /** Batch items (many audit events of one transaction, unpacked at claim). */
+  batches: Item[];
 }
 
 export async function queueContents(items: ItemStore): Promise<QueueContents> {
   const all = await queryAll(items, { pk: TELQ_PK, consistent: true });
   const state = all.find((i) => i.SK === 'STATE');
   assert.ok(state, 'the queue state item exists');
-  return { state, ids: all.filter((i) => i.type === 'telemetry_id'), records: all.filter((i) => i.type === 'telemetry_record') };
+  return {
+    state,
+    ids: all.filter((i) => i.type === 'telemetry_id'),
+    records: all.filter((i) => i.type === 'telemetry_record'),
+    batches: all.filter((i) => i.type === 'telemetry_batch'),
+  };
 }
 
 /**
@@ -46,10 +53,12 @@ export async function assertCountersMatchItems(items: ItemStore): Promise<QueueC
     assert.equal(rec.id, id.id);
     assert.equal(rec.bytes, id.bytes);
   }
-  assert.equal(s.live_records, q.records.length, 'live_records equals the records held');
+  const batched = q.batches.flatMap((b) => b.records as Item[]);
+  for (const r of batched) assert.equal(r.indexed, false, 'a batched record has no identity item yet');
+  assert.equal(s.live_records, q.records.length + batched.length, 'live_records equals the records held');
   assert.equal(
     s.live_bytes,
-    q.records.reduce((n, r) => n + (r.bytes as number), 0),
+    [...q.records, ...batched].reduce((n, r) => n + (r.bytes as number), 0),
     'live_bytes equals the payload bytes held',
   );
   assert.equal(

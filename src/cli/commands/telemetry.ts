@@ -7,7 +7,10 @@ import { type ClaimedRecord, type ClaimOptions, TelemetryQueue } from '../../tel
 import { output, parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
 
 function openQueue(rt: Runtime, limits?: Partial<TelemetryLimits>): TelemetryQueue {
-  return new TelemetryQueue(rt.ctx.items, limits ?? telemetryLimitsFromEnv(), { clock: rt.ctx.clock });
+  return new TelemetryQueue(rt.ctx.items, limits ?? telemetryLimitsFromEnv(), {
+    clock: rt.ctx.clock,
+    shards: rt.ctx.layout.telemetry_shards,
+  });
 }
 
 function claimOptions(o: { maxRecords?: string; maxBytes?: string; leaseMs?: string }): ClaimOptions {
