@@ -87,8 +87,9 @@ for (const engine of engines) {
       const inst = await engine.open();
       try {
         const { ctx } = inst;
-        const queue = await attachAuditSinks(ctx);
         const n = BIG > 0 ? BIG : 200;
+        // Room for the creations' records and the proposal's (the default queue holds 1,000).
+        const queue = await attachAuditSinks(ctx, n > 400 ? { limits: { maxRecords: 4 * n } } : {});
         const id = await openVersions(ctx, n);
         const before = await queue.counters();
         const watch = watchTransactions(ctx);
