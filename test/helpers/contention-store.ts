@@ -208,7 +208,13 @@ export class ContentionStore implements ItemStore {
       });
       throw e;
     }
-    const after = await this.images(keys);
+    // After images: a put's is its item, a delete leaves none; only updates are read back.
+    const updated = ops.flatMap((op, i) => (op.op === 'update' ? [i] : []));
+    const read = await this.images(updated.map((i) => keys[i] as ItemKey));
+    const after: (Item | undefined)[] = ops.map((op) => (op.op === 'put' ? op.item : undefined));
+    updated.forEach((i, j) => {
+      after[i] = read[j];
+    });
     ops.forEach((op, i) => {
       const key = keys[i] as ItemKey;
       if (op.op === 'check') {
