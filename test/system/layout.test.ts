@@ -79,7 +79,7 @@ describe('layout', () => {
       await startInstallation(opened.ctx, config);
       assert.deepEqual((await readInstallation(opened.ctx))?.layout, UNSHARDED);
       const record = await opened.ctx.items.get(installationKey, { consistent: true });
-      const { layout: _dropped, ...older } = record ?? installationKey;
+      const { layout: _dropped, ...older } = (record ?? installationKey) as Record<string, unknown>;
       await opened.ctx.items.put({ ...installationKey, ...older });
     } finally {
       await opened.close();
