@@ -19,8 +19,9 @@ export interface QueueContents {
   batches: Item[];
 }
 
-export async function queueContents(items: ItemStore): Promise<QueueContents> {
-  const all = await queryAll(items, { pk: TELQ_PK, consistent: true });
+/** `pk`: one telemetry shard's partition (src/telemetry/shards.ts); TELQ#outbox when unsharded. */
+export async function queueContents(items: ItemStore, pk = TELQ_PK): Promise<QueueContents> {
+  const all = await queryAll(items, { pk, consistent: true });
   const state = all.find((i) => i.SK === 'STATE');
   assert.ok(state, 'the queue state item exists');
   return {
@@ -36,8 +37,8 @@ export async function queueContents(items: ItemStore): Promise<QueueContents> {
  * custom or leased record pointing at it; live bytes are the payload bytes; everything accepted is
  * delivered, exhausted or live.
  */
-export async function assertCountersMatchItems(items: ItemStore): Promise<QueueContents> {
-  const q = await queueContents(items);
+export async function assertCountersMatchItems(items: ItemStore, pk = TELQ_PK): Promise<QueueContents> {
+  const q = await queueContents(items, pk);
   const s = q.state;
   // Custom records have an identity item from enqueue on, audit records from their first lease.
   const indexed = q.records.filter((r) => r.indexed !== false);
