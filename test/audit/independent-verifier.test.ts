@@ -3,7 +3,8 @@
  * Python script that shares no code with ALP (scripts/verify-audit.py: its own canonical JSON,
  * its own view-field table) recomputes every hash and link of a real SQLite installation that walked
  * every state, and agrees with ALP; a changed hashed attribute, a view field, and a broken link are
- * told apart as the format says.
+ * told apart as the format says; and a migrated installation (entries moved by a key migration, hashed
+ * under their `moved_from_sk`) verifies the same.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -11,8 +12,11 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
+import { initInstallation } from '../../src/system/installation.ts';
+import { checkSchema } from '../../src/system/schema.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
+import { scanAll, toSchema1 } from '../helpers/schema1.ts';
 import { walkEveryState } from '../helpers/walk.ts';
 
 after(stopDistributedServers);
@@ -116,5 +120,37 @@ test('python3 recomputes every audit hash and link of a walked DynamoDB Local in
     );
   } finally {
     await inst.close();
+  }
+});
+
+test('python3 verifies a migrated installation: moved entries under moved_from_sk, and refuses a moved entry whose old key was edited', async () => {
+  const ctx = await embeddedContext();
+  await initInstallation(ctx);
+  const { id } = await walkEveryState(ctx);
+  await toSchema1(ctx);
+  await checkSchema(ctx.items); // the installation 1 → 2 migration
+  const moved = (await scanAll(ctx.items)).filter((i) => typeof i.moved_from_sk === 'string');
+  assert.ok(moved.length >= 4, `${moved.length} moved entries`);
+  assert.equal((await verifyArtifactAudit(ctx, id)).ok, true);
+  await ctx.items.close();
+  assert.deepEqual(pyVerify(ctx.dbPath).report.findings, []);
+  const db = new Database(ctx.dbPath);
+  try {
+    const m = moved[0] as (typeof moved)[number];
+    const row = db.prepare('SELECT attrs FROM items WHERE PK = ? AND SK = ?').get(m.PK, m.SK) as { attrs: string };
+    const attrs = JSON.parse(row.attrs) as Record<string, unknown>;
+    db.prepare('UPDATE items SET attrs = ? WHERE PK = ? AND SK = ?').run(
+      JSON.stringify({ ...attrs, moved_from_sk: `${String(attrs.moved_from_sk)}x` }),
+      m.PK,
+      m.SK,
+    );
+    const tampered = pyVerify(ctx.dbPath);
+    assert.equal(tampered.code, 1);
+    assert.deepEqual(
+      tampered.report.findings.map((f) => [f.seq, f.finding]),
+      [[m.seq, 'hash mismatch']],
+    );
+  } finally {
+    db.close();
   }
 });

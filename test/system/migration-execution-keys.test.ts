@@ -14,69 +14,28 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { auditHash } from '../../src/audit/chain.ts';
 import { compactHistory } from '../../src/audit/compaction.ts';
 import { history, loadChain } from '../../src/audit/history.ts';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
 import { TransactionConflict } from '../../src/core/errors.ts';
-import { artifactPk, HEAD_SK, INSTALLATION_SK, legacyExecutionFinishSk, legacyExecutionOutputSk, SYS_PK } from '../../src/core/keys.ts';
+import { artifactPk } from '../../src/core/keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { executionView, listExecutions, readExecution } from '../../src/lifecycle/executions.ts';
-import { type Item, type ItemStore, queryAll } from '../../src/store/item-store.ts';
+import type { Item, ItemStore } from '../../src/store/item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
 import { initInstallation } from '../../src/system/installation.ts';
 import { moveExecutionRecords } from '../../src/system/migrations/execution-keys.ts';
 import { checkSchema, readSchemaVersion } from '../../src/system/schema.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
+import { legacySk, MOVED, scanAll, toSchema1 } from '../helpers/schema1.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, approveAndRun, walkEveryState } from '../helpers/walk.ts';
 
 after(stopDistributedServers);
 
 const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/verify-audit.py');
-const MOVED = ['execution_output', 'execution_finish'];
 const DAY = 24 * 60 * 60 * 1000;
-
-async function scanAll(items: ItemStore): Promise<Item[]> {
-  const out: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.scan(cursor ? { cursor } : {});
-    out.push(...page.items);
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
-}
-
-function legacySk(i: Item): string {
-  return i.type === 'execution_finish'
-    ? legacyExecutionFinishSk(i.run_id as string)
-    : legacyExecutionOutputSk(i.run_id as string, i.name as string);
-}
-
-/** Rewrites one artifact partition into the schema-1 form, re-hashing and re-linking its chain. */
-async function partitionToSchema1(items: ItemStore, pk: string): Promise<void> {
-  const all = await queryAll(items, { pk, consistent: true });
-  const chain = all
-    .filter((i) => typeof i.seq === 'number' && typeof i.hash === 'string')
-    .sort((a, b) => (a.seq as number) - (b.seq as number));
-  let prev: string | null = null;
-  for (const e of chain) {
-    const old: Item = { ...e, prev_hash: prev, ...(MOVED.includes(e.type as string) ? { SK: legacySk(e) } : {}) };
-    old.hash = auditHash(old);
-    prev = old.hash as string;
-    await items.put(old);
-    if (old.SK !== e.SK) await items.delete({ PK: e.PK, SK: e.SK });
-  }
-  await items.update({ PK: pk, SK: HEAD_SK }, { set: { audit_head_hash: prev } });
-}
-
-async function toSchema1(ctx: ServiceContext): Promise<void> {
-  const pks = new Set((await scanAll(ctx.items)).filter((i) => i.PK.startsWith('ART#') && i.SK === HEAD_SK).map((i) => i.PK));
-  for (const pk of pks) await partitionToSchema1(ctx.items, pk);
-  await ctx.items.update({ PK: SYS_PK, SK: INSTALLATION_SK }, { set: { schema_version: 1 } });
-}
 
 /** What the readers show: listings, `alp exec show` (executionView of readExecution) and `alp history`. */
 async function readings(ctx: ServiceContext, ids: string[]) {
