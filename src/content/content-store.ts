@@ -66,6 +66,12 @@ export interface PutOptions {
   expectedDigest?: Digest;
   storageClass?: StorageClass;
   maxBytes?: number;
+  /**
+   * The size the caller declared (HTTP Content-Length, `--size`, a file's size), when known: engines
+   * with multipart uploads size the parts from it (S3: 1 TiB needs 105 MiB parts). Not a check: the
+   * digest, expectedSize on reads and maxBytes are. Unknown sizes still work (the parts grow).
+   */
+  sizeHint?: number;
   signal?: AbortSignal;
   /**
    * Restore only: a create-only key holding bytes that do not hash to `expectedDigest` (damaged) is

@@ -5,14 +5,16 @@
  * expected digest, exceed maxBytes or the body fails, and the digest of a stream is only known at its
  * end. Instead of uploading to a temporary key and copying (3 requests and twice the bytes moved for
  * every object, UploadPartCopy above 5 GB, and leftovers to clean), the body is streamed straight to
- * the final key through @aws-sdk/lib-storage Upload with the hashing and the checks INSIDE the stream
- * Upload reads (one pass): the stream only ends cleanly after the whole body was hashed and the digest
- * and size checked; any failure errors the stream instead. Upload sends the object only when the stream
+ * the final key through the upload loop of multipart.ts with the hashing and the checks INSIDE the stream
+ * it reads (one pass): the stream only ends cleanly after the whole body was hashed and the digest
+ * and size checked; any failure errors the stream instead. The loop sends the object only when the stream
  * has ended: a body of up to one part (8 MiB) as a single PutObject after the end, a larger one as a
  * multipart upload whose CompleteMultipartUpload comes only after the last part, i.e. after the end.
+ * Part sizes follow the declared size (PutOptions.sizeHint) or grow as parts accumulate, so bodies up
+ * to S3's 5 TiB fit its 10,000 parts (multipart.ts).
  * S3 makes an object visible only when PutObject or CompleteMultipartUpload succeeds, and atomically
  * replaces any previous object, so a failed put leaves the key as it was (nothing, for a new key) and
- * never a partial object. Memory stays bounded: partSize 8 MiB, queueSize 2.
+ * never a partial object. Memory stays bounded: queueSize (2) parts in flight plus the one filling.
  * Create-only keys (content-store.ts: a committed immutable key is never rewritten) carry
  * `If-None-Match: *` on PutObject and CompleteMultipartUpload: S3 refuses (412 PreconditionFailed, or
  * 409 ConditionalRequestConflict while another conditional write of the key is in flight) instead of
@@ -47,7 +49,6 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { type Clock, systemClock } from '../../core/clock.ts';
 import { type ContentConfig, describeContent } from '../../core/config.ts';
 import { type Digest, DigestAccumulator } from '../../core/digest.ts';
@@ -73,6 +74,7 @@ import { VerifyingStream } from '../verify-stream.ts';
 import { type CopyHost, digestOfChecksum, serverSideCopy } from './copy.ts';
 import { isConditionFailure, isMissing, isUnsupported, mapS3Error } from './errors.ts';
 import { BucketLifecycleRules, LifecycleNotSupported } from './lifecycle-rules.ts';
+import { DEFAULT_PART_PLAN, type PartPlan, S3_MAX_OBJECT_BYTES, uploadBody } from './multipart.ts';
 
 const PART_SIZE = 8 * 1024 * 1024;
 const QUEUE_SIZE = 2;
@@ -86,8 +88,13 @@ export interface S3Options {
   credentials?: S3ClientConfig['credentials'];
   /** The clock that decides when an interrupted upload is old enough to abort. */
   clock?: Clock;
-  /** Multipart part size (at least 5 MiB; default 8 MiB) and parts in flight (default 2). */
+  /** Smallest multipart part (at least 5 MiB; default 8 MiB) and parts in flight (default 2). */
   partSize?: number;
+  /**
+   * Tests only: the part plan at a small scale (a tiny base part, few parts), bypassing the 5 MiB floor,
+   * to show the part-size arithmetic on s3rver. Real S3 refuses parts under 5 MiB.
+   */
+  partPlan?: Partial<PartPlan>;
   queueSize?: number;
   /** SDK attempts per request, including the first (default 5; the SDK backs off with jitter). */
   maxAttempts?: number;
@@ -108,7 +115,7 @@ export class S3ContentStore implements ContentStore {
   /** Staged objects this store wrote itself (not found already there): only those may be discarded. */
   private readonly written = new WeakSet<StagedObject>();
   private readonly clock: Clock;
-  private readonly partSize: number;
+  private readonly partPlan: PartPlan;
   private readonly queueSize: number;
   private readonly rules: BucketLifecycleRules;
   /** What server-side copies need of this engine (copy.ts); remembers whether copies answer checksums. */
@@ -123,9 +130,10 @@ export class S3ContentStore implements ContentStore {
     this.prefix = config.prefix;
     this.location = describeContent(config);
     this.clock = opts.clock ?? systemClock;
-    this.partSize = opts.partSize ?? PART_SIZE;
+    const partSize = opts.partSize ?? PART_SIZE;
     this.queueSize = opts.queueSize ?? QUEUE_SIZE;
-    if (!Number.isInteger(this.partSize) || this.partSize < 5 * 1024 * 1024) throw new InvalidInput('partSize must be at least 5 MiB');
+    if (!Number.isInteger(partSize) || partSize < 5 * 1024 * 1024) throw new InvalidInput('partSize must be at least 5 MiB');
+    this.partPlan = { ...DEFAULT_PART_PLAN, base: partSize, ...opts.partPlan };
     if (!Number.isInteger(this.queueSize) || this.queueSize < 1) throw new InvalidInput('queueSize must be at least 1');
     this.rules = new BucketLifecycleRules(client, this.bucket, this.prefix);
     this.copyHost = {
@@ -142,7 +150,7 @@ export class S3ContentStore implements ContentStore {
       },
       mapError: (e, k) => this.mapError(e, k),
     };
-    // Counts every attempt of every S3 operation, including those lib-storage sends: it runs inside
+    // Counts every attempt of every S3 operation, including the upload loop's (multipart.ts): it runs inside
     // the SDK's retry loop.
     client.middlewareStack.add(
       (next, context) => async (args) => {
@@ -187,9 +195,14 @@ export class S3ContentStore implements ContentStore {
     validateObjectKey(key);
     const createOnly = isCreateOnlyKey(key) && opts.repair !== true;
     const storageClass = opts.storageClass === undefined ? undefined : checkStorageClass(opts.storageClass);
-    const { maxBytes, expectedDigest, signal } = opts;
+    const { maxBytes, expectedDigest, signal, sizeHint } = opts;
     if (maxBytes !== undefined && (!Number.isSafeInteger(maxBytes) || maxBytes < 0))
       throw new InvalidInput('maxBytes must be a non-negative integer');
+    if (sizeHint !== undefined && (!Number.isSafeInteger(sizeHint) || sizeHint < 0))
+      throw new InvalidInput('sizeHint must be a non-negative integer');
+    if (sizeHint !== undefined && sizeHint > S3_MAX_OBJECT_BYTES) {
+      throw new TooLarge(`${sizeHint} bytes is more than an S3 object holds (5 TiB)`, { limit: S3_MAX_OBJECT_BYTES });
+    }
     signal?.throwIfAborted();
 
     let failure: unknown;
@@ -226,29 +239,30 @@ export class S3ContentStore implements ContentStore {
     const abort = new AbortController();
     const onAbort = () => abort.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    const upload = new Upload({
-      client: this.client,
-      params: {
-        Bucket: this.bucket,
-        Key: this.fullKey(key),
-        Body: source,
-        ContentType: 'application/octet-stream',
-        ...(storageClass ? { StorageClass: storageClass } : {}),
-        // lib-storage passes the params to PutObject and to CompleteMultipartUpload (and to the
-        // multipart calls that have no such header, which ignore it).
-        ...(createOnly ? { IfNoneMatch: '*' } : {}),
+    const upload = uploadBody(
+      {
+        client: this.client,
+        params: {
+          Bucket: this.bucket,
+          Key: this.fullKey(key),
+          ContentType: 'application/octet-stream',
+          ...(storageClass ? { StorageClass: storageClass } : {}),
+          // On PutObject and CompleteMultipartUpload.
+          ...(createOnly ? { IfNoneMatch: '*' } : {}),
+        },
+        queueSize: this.queueSize,
+        plan: this.partPlan,
+        size: sizeHint,
+        signal: abort.signal,
       },
-      partSize: this.partSize,
-      queueSize: this.queueSize,
-      leavePartsOnError: false,
-      abortController: abort,
-    });
+      source,
+    );
     let created = true;
     try {
-      await upload.done();
+      await upload;
     } catch (e) {
       // The body's own failure (IntegrityError, TooLarge, the client's error) wins over whatever
-      // Upload made of it, e.g. a failed abort on servers without AbortMultipartUpload.
+      // the upload made of it, e.g. a failed abort on servers without AbortMultipartUpload.
       if (failure !== undefined) throw failure;
       if (signal?.aborted) throw signal.reason;
       if (!(createOnly && result && isConditionFailure(e))) throw this.mapError(e, key);
@@ -509,7 +523,7 @@ export class S3ContentStore implements ContentStore {
   // ---------------------------------------------------------------------------------------------
   // Accounting
 
-  /** Requests sent per S3 operation (every attempt counts, lib-storage's included) and bytesWritten. */
+  /** Requests sent per S3 operation (every attempt counts) and bytesWritten, bytesCopied. */
   stats(): Record<string, number> {
     return Object.fromEntries([...this.counters.entries()].sort(([a], [b]) => a.localeCompare(b)));
   }
