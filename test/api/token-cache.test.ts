@@ -1,0 +1,40 @@
+/**
+ * Token lookups cached on the HTTP server (issue 16 item 8), over real HTTP: a token revoked through
+ * the server's own context is refused at once; revoked through another node (a second store over the
+ * same SQLite file) it is accepted for at most ALP_TOKEN_CACHE_MS (5 s default, the server's injected
+ * clock), then refused.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createToken, revokeToken } from '../../src/lifecycle/principals.ts';
+import { DEFAULT_TOKEN_CACHE_MS } from '../../src/lifecycle/token-cache.ts';
+import { createContext } from '../../src/runtime/context.ts';
+import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
+import { startApi } from '../helpers/api-harness.ts';
+
+describe('the HTTP server caches token lookups', () => {
+  it('refuses a token revoked on this node at once, and one revoked on another node within the bound', async () => {
+    const h = await startApi();
+    const otherItems = new SqliteItemStore(h.ctx.dbPath);
+    const other = createContext({ items: otherItems, content: h.ctx.content, clock: h.ctx.clock });
+    try {
+      const admin = h.principals.human;
+      const whoami = (token: string) => h.call('GET', '/v1/whoami', { token });
+      const local = (await createToken(h.ctx, { principal: 'agent-local', kind: 'agent' }, admin)).token;
+      assert.equal((await whoami(local)).status, 200);
+      await revokeToken(h.ctx, local);
+      assert.equal((await whoami(local)).status, 401, 'revoked on the serving node: refused at once');
+
+      const remote = (await createToken(other, { principal: 'agent-remote', kind: 'agent' }, admin)).token;
+      assert.equal((await whoami(remote)).status, 200, 'minted on another node: accepted at once');
+      await revokeToken(other, remote);
+      h.ctx.clock.advance(DEFAULT_TOKEN_CACHE_MS - 1);
+      assert.equal((await whoami(remote)).status, 200, 'within the bound the serving node may still accept it');
+      h.ctx.clock.advance(1);
+      assert.equal((await whoami(remote)).status, 401, 'past the bound it is refused');
+    } finally {
+      await otherItems.close();
+      await h.close();
+    }
+  });
+});
