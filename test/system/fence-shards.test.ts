@@ -12,7 +12,15 @@ import { MaintenanceInProgress, StaleEpoch } from '../../src/core/errors.ts';
 import { allShards } from '../../src/core/shard.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
-import { acquireMaintenance, fenceKey, maintenanceStatus, readFence, withMaintenance } from '../../src/system/fence.ts';
+import {
+  acquireMaintenance,
+  clearFenceForTest,
+  fenceKey,
+  maintenanceStatus,
+  plantFenceForTest,
+  readFence,
+  withMaintenance,
+} from '../../src/system/fence.ts';
 import { FENCE_SHARD_CHUNK } from '../../src/system/fence-shards.ts';
 import { recoverMaintenance } from '../../src/system/recovery.ts';
 import { advanceEpoch } from '../../src/system/state.ts';
@@ -22,6 +30,9 @@ import { agent } from '../helpers/walk.ts';
 import { dying, ENGINES, installation, probe, shardItems } from './fence-harness.ts';
 
 after(stopDistributedServers);
+
+/** Enough shards for two acquisition transactions (97 + 33). */
+const BIG = 130;
 
 const create = (ctx: Parameters<typeof createArtifact>[0], name: string) =>
   createArtifact(ctx, agent, { name, filename: 'x.sh', body: bytesOf(name) });
@@ -85,6 +96,21 @@ for (const engine of ENGINES) {
         }
       });
 
+      test('plantFenceForTest holds the master and every shard (what a crashed holder leaves); clearFenceForTest frees them', async () => {
+        const { ctx, close } = await installation(engine, n);
+        try {
+          await plantFenceForTest(ctx, { holder: 'planted retention', epoch: 1 });
+          assert.equal((await maintenanceStatus(ctx)).state, 'held');
+          assert.deepEqual(await probeAll(ctx), new Array(n).fill(false));
+          await assert.rejects(create(ctx, 'p'), MaintenanceInProgress);
+          await clearFenceForTest(ctx);
+          assert.equal((await maintenanceStatus(ctx)).state, 'free');
+          await create(ctx, 'p');
+        } finally {
+          await close();
+        }
+      });
+
       test('a crashed holder keeps every shard until recovery in a newer epoch; the zombie is fenced out', async () => {
         const { ctx, close } = await installation(engine, n);
         try {
@@ -118,17 +144,17 @@ for (const engine of ENGINES) {
     });
   }
 
-  describe(`a crash part-way through the shards on ${engine} (200 shards: chunks of ${FENCE_SHARD_CHUNK})`, () => {
+  describe(`a crash part-way through the shards on ${engine} (${BIG} shards: chunks of ${FENCE_SHARD_CHUNK})`, () => {
     test('after k of N shards: publishers on held shards refused, on the others not; status partial; recovery releases every shard', async () => {
-      const { ctx, close } = await installation(engine, 200);
+      const { ctx, close } = await installation(engine, BIG);
       try {
         // The master, then one chunk (shards 0–96), then the process dies.
         await assert.rejects(acquireMaintenance({ ...ctx, items: dying(ctx.items, 2) }, 1, 'dies acquiring'), /process crashed/);
         const s = await maintenanceStatus(ctx);
-        assert.deepEqual([s.state, s.fence?.holder, s.shards.held, s.shards.count], ['partial', 'dies acquiring', FENCE_SHARD_CHUNK, 200]);
+        assert.deepEqual([s.state, s.fence?.holder, s.shards.held, s.shards.count], ['partial', 'dies acquiring', FENCE_SHARD_CHUNK, BIG]);
         assert.equal(s.shards.missing?.[0], FENCE_SHARD_CHUNK, 'the first shard not held is named');
         assert.equal(await probe(ctx, 5), false, 'a held shard refuses its publishers');
-        assert.equal(await probe(ctx, 150), true, 'an unheld shard does not (the maintenance never started its work)');
+        assert.equal(await probe(ctx, BIG - 10), true, 'an unheld shard does not (the maintenance never started its work)');
         await assert.rejects(
           withMaintenance(ctx, 1, 'other', async () => {}),
           MaintenanceInProgress,
@@ -147,30 +173,30 @@ for (const engine of ENGINES) {
     });
 
     test('mid-release: the released shards admit publishers, the rest refuse until recovery', async () => {
-      const { ctx, close } = await installation(engine, 200);
+      const { ctx, close } = await installation(engine, BIG);
       try {
-        // Master + 3 acquisition chunks, then one release chunk (shards 0–96), then the process dies.
-        const mortal = { ...ctx, items: dying(ctx.items, 5) };
+        // Master + 2 acquisition chunks, then one release chunk (shards 0–96), then the process dies.
+        const mortal = { ...ctx, items: dying(ctx.items, 4) };
         await assert.rejects(
           withMaintenance(mortal, 1, 'dies releasing', async () => 'done'),
           /process crashed/,
         );
         const s = await maintenanceStatus(ctx);
-        assert.deepEqual([s.state, s.shards.held], ['partial', 200 - FENCE_SHARD_CHUNK]);
+        assert.deepEqual([s.state, s.shards.held], ['partial', BIG - FENCE_SHARD_CHUNK]);
         assert.equal(await probe(ctx, 5), true);
-        assert.equal(await probe(ctx, 150), false);
+        assert.equal(await probe(ctx, BIG - 10), false);
         assert.ok(await ctx.items.get(fenceKey), 'the master is released last');
         await advanceEpoch(ctx.items, 'op', 'crash recovery', ctx.clock.now().toISOString());
         await recoverMaintenance(ctx, 2, 'op', []);
         assert.equal((await maintenanceStatus(ctx)).state, 'free');
-        assert.equal(await probe(ctx, 150), true);
+        assert.equal(await probe(ctx, BIG - 10), true);
       } finally {
         await close();
       }
     });
 
     test('shards held without a master (not left by the protocol) show as orphaned and are recovered', async () => {
-      const { ctx, close } = await installation(engine, 200);
+      const { ctx, close } = await installation(engine, BIG);
       try {
         await acquireMaintenance(ctx, 1, 'vanished master');
         await ctx.items.delete(fenceKey);
