@@ -131,7 +131,7 @@ for (const engine of engines) {
       }
     });
 
-    it('concurrent requests with one key create once and all answer that artifact', async () => {
+    it('concurrent requests with one key create once and all answer that artifact (and version)', async () => {
       const inst = await engine.open();
       try {
         const { ctx } = inst;
@@ -139,6 +139,12 @@ for (const engine of engines) {
         assert.equal(new Set(results.map((r) => r.version.artifact_id)).size, 1, 'one artifact id');
         assert.equal(results.filter((r) => !r.replayed).length, 1, 'one creation, the rest replays');
         assert.equal(await headCount(ctx), 1);
+        const id = results[0]?.version.artifact_id as string;
+        const versions = await Promise.all(
+          [1, 2, 3].map(() => addVersionOnce(ctx, agent, id, { filename: 'f.sh', body: bytesOf('next') }, 'race-v')),
+        );
+        assert.equal(new Set(versions.map((r) => r.version.version)).size, 1, 'one version number for all');
+        assert.equal((await listVersions(ctx.items, id)).length, 2, 'one new version (the losers’ numbers are gaps)');
       } finally {
         await inst.close();
       }
