@@ -21,7 +21,7 @@ import {
   readFence,
   withMaintenance,
 } from '../../src/system/fence.ts';
-import { FENCE_SHARD_CHUNK } from '../../src/system/fence-shards.ts';
+import { FENCE_SHARD_CHUNK, shardOfScope } from '../../src/system/fence-shards.ts';
 import { recoverMaintenance } from '../../src/system/recovery.ts';
 import { advanceEpoch } from '../../src/system/state.ts';
 import { stopDistributedServers } from '../helpers/distributed.ts';
@@ -148,8 +148,18 @@ for (const engine of ENGINES) {
     test('after k of N shards: publishers on held shards refused, on the others not; status partial; recovery releases every shard', async () => {
       const { ctx, close } = await installation(engine, BIG);
       try {
+        // Real publishers: an artifact on a shard the first chunk takes (0–96) and one on a later shard.
+        const onShard = new Map<boolean, string>();
+        for (let i = 0; onShard.size < 2; i++) {
+          const id = (await create(ctx, `a${i}`)).version.artifact_id;
+          const early = shardOfScope({ kind: 'artifacts', ids: [id] }, BIG) < FENCE_SHARD_CHUNK;
+          if (!onShard.has(early)) onShard.set(early, id);
+        }
+        const [heldId, freeId] = [onShard.get(true) as string, onShard.get(false) as string];
         // The master, then one chunk (shards 0–96), then the process dies.
         await assert.rejects(acquireMaintenance({ ...ctx, items: dying(ctx.items, 2) }, 1, 'dies acquiring'), /process crashed/);
+        await assert.rejects(addProvenance(ctx, agent, heldId, { action: 'after crash' }), MaintenanceInProgress);
+        await addProvenance(ctx, agent, freeId, { action: 'after crash' });
         const s = await maintenanceStatus(ctx);
         assert.deepEqual([s.state, s.fence?.holder, s.shards.held, s.shards.count], ['partial', 'dies acquiring', FENCE_SHARD_CHUNK, BIG]);
         assert.equal(s.shards.missing?.[0], FENCE_SHARD_CHUNK, 'the first shard not held is named');
@@ -167,6 +177,7 @@ for (const engine of ENGINES) {
         assert.deepEqual([after.state, after.shards.held, after.shards.held_by_other], ['free', 0, 0]);
         assert.deepEqual(await shardItems(ctx.items), []);
         assert.equal(await probe(ctx, 5), true);
+        await addProvenance(ctx, agent, heldId, { action: 'after recovery' });
       } finally {
         await close();
       }
