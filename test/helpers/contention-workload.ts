@@ -76,6 +76,9 @@ export async function contentionInstallation(
   const ctx = Object.assign(createContext({ items: parts.store, content: parts.content, clock, layout: { ...layout } }), { clock });
   await initInstallation(ctx);
   const queue = await attachAuditSinks(ctx, opts.telemetry ? { limits: opts.telemetry } : {});
+  // A node opens (on first use: initialises) the queue once at startup; done here, outside any
+  // labelled operation, so a one-time write is not projected as a steady rate.
+  await queue.status();
   return { engine, ctx, store: parts.store, queue, msPerRequest: 250, close: parts.close };
 }
 
