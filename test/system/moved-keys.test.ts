@@ -54,7 +54,7 @@ test('the schema-2 key moves: exactly the two old forms, the same in ALP and in 
   );
   const sks = fc.sample(anySk, 300);
   const py = python(sks.map((sk) => ({ sk, item: {} })));
-  sks.forEach((sk, i) => assert.equal(py[i]?.moved ?? undefined, movedExecutionSk(sk), sk));
+  for (const [i, sk] of sks.entries()) assert.equal(py[i]?.moved ?? undefined, movedExecutionSk(sk), sk);
 });
 
 test('a moved entry hashes as written, in both implementations; any other key or moved_from_sk is hashed as stored', () => {
@@ -81,5 +81,5 @@ test('a moved entry hashes as written, in both implementations; any other key or
     { numRuns: 100 },
   );
   const py = python(cases);
-  cases.forEach((c, i) => assert.equal(py[i]?.hash, c.expected, JSON.stringify(c.item)));
+  for (const [i, c] of cases.entries()) assert.equal(py[i]?.hash, c.expected, JSON.stringify(c.item));
 });
