@@ -11,7 +11,8 @@
  * - per-human (an approver's own keys): units per decision of that human × a human's peak decision rate;
  * - per-node (INSTANCE# leases: one node's own items): units per traced second (one node);
  * - sharded (the key carries a shard suffix of the layout): the key's family (the key without its
- *   suffix) at units per traced second × nodes, spread over the N shards by the uniform hash: / N;
+ *   suffix) at units per traced second × nodes, spread over the N shards by the uniform hash: / N,
+ *   plus what the hottest artifact at its peak rate puts on its one shard (mean + hottest artifact);
  * - listings (operations on no artifact) that touch a per-artifact or per-human key add their units
  *   per traced second × nodes (every node's agents list the same newest entries);
  * - shared (anything else): units per traced second × nodes. For work done per operation this is the
@@ -61,6 +62,8 @@ interface Acc {
   /** The part of wcu/rcu from installation-wide operations (listings: no artifact of their own). */
   wideWcu: number;
   wideRcu: number;
+  /** Units per artifact whose operations touched the key. */
+  byArtifact: Map<string, { wcu: number; rcu: number }>;
 }
 
 /** What the workload traced: versions and the clock seconds they took on the one traced node. */
@@ -86,7 +89,11 @@ function accumulate(traces: OperationTrace[], keyOf: (a: Access) => string | und
       const k = keyOf(a);
       if (k === undefined) continue;
       let e = m.get(k);
-      if (!e) m.set(k, (e = { wcu: 0, rcu: 0, ops: new Set(), wideWcu: 0, wideRcu: 0 }));
+      if (!e) m.set(k, (e = { wcu: 0, rcu: 0, ops: new Set(), wideWcu: 0, wideRcu: 0, byArtifact: new Map() }));
+      if (t.artifact) {
+        const u = e.byArtifact.get(t.artifact) ?? { wcu: 0, rcu: 0 };
+        e.byArtifact.set(t.artifact, { wcu: u.wcu + a.wcu, rcu: u.rcu + a.rcu });
+      }
       e.wcu += a.wcu;
       e.rcu += a.rcu;
       if (!t.artifact) {
@@ -133,11 +140,19 @@ function project(
     if (t.kind === 'create' || t.kind === 'version') versionsOf.set(t.artifact, (versionsOf.get(t.artifact) ?? 0) + 1);
     if (t.kind === 'approve') for (const e of t.entities) if (e.startsWith('reviewer-')) decisionsOf.set(e, (decisionsOf.get(e) ?? 0) + 1);
   }
-  const families = new Map<string, { wcu: number; rcu: number }>();
+  // A shard family: its total (spread evenly by the hash), and the most one artifact puts on one of its
+  // shards per version (the hottest artifact, at its peak rate, lands on some shard on top of the mean).
+  const families = new Map<string, { wcu: number; rcu: number; peakWcu: number; peakRcu: number }>();
   for (const [key, a] of m)
     if (hasShardSuffix(key, layout)) {
-      const f = families.get(stripSuffix(key)) ?? { wcu: 0, rcu: 0 };
-      families.set(stripSuffix(key), { wcu: f.wcu + a.wcu, rcu: f.rcu + a.rcu });
+      const f = families.get(stripSuffix(key)) ?? { wcu: 0, rcu: 0, peakWcu: 0, peakRcu: 0 };
+      let { peakWcu, peakRcu } = f;
+      for (const [artifact, u] of a.byArtifact) {
+        const v = Math.max(1, versionsOf.get(artifact) ?? 1);
+        peakWcu = Math.max(peakWcu, u.wcu / v);
+        peakRcu = Math.max(peakRcu, u.rcu / v);
+      }
+      families.set(stripSuffix(key), { wcu: f.wcu + a.wcu, rcu: f.rcu + a.rcu, peakWcu, peakRcu });
     }
   const out: Projected[] = [];
   for (const [key, a] of m) {
@@ -145,12 +160,14 @@ function project(
     let scale = allNodes;
     let { wcu, rcu } = a;
     if (cls === 'per-node') scale = 1 / run.seconds;
+    let wide = { wcu: 0, rcu: 0 };
     if (cls === 'sharded') {
-      const f = families.get(stripSuffix(key)) as { wcu: number; rcu: number };
+      const f = families.get(stripSuffix(key)) as { wcu: number; rcu: number; peakWcu: number; peakRcu: number };
       ({ wcu, rcu } = f);
       scale = allNodes / componentShards(key, layout);
+      const r = goal.hottestArtifactVersionsPerSecond;
+      wide = { wcu: f.peakWcu * r, rcu: f.peakRcu * r };
     }
-    let wide = { wcu: 0, rcu: 0 };
     if (cls === 'per-artifact' || cls === 'per-human') {
       // The entity's own operations at the entity's peak rate, plus the listings' reads of it as shared.
       wide = { wcu: a.wideWcu * allNodes, rcu: a.wideRcu * allNodes };
