@@ -121,6 +121,43 @@ function statusSuite(
   });
 }
 
+describe('the rules actually installed are what is evaluated', () => {
+  it('a bucket whose executions/ rule says 60 days moves nothing at 31, labelled rules_in_force, and is reported out of sync', async () => {
+    const ctx = await embeddedContext();
+    // A model of an S3 endpoint with lifecycle configuration whose HeadObject answers nothing
+    // (s3rver has no lifecycle API, so this path cannot be shown against it).
+    const inForce = [{ id: 'alp-executions', prefix: 'executions/', transitions: [{ days: 60, storageClass: 'STANDARD_IA' as const }] }];
+    const content = new Proxy(ctx.content, {
+      get(target, prop, receiver) {
+        if (prop === 'getLifecycleRules') return async () => inForce;
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const modelled = Object.assign(Object.create(Object.getPrototypeOf(ctx)) as typeof ctx, ctx, { content });
+    try {
+      const { id, big } = await archivedRun(modelled);
+      const contentKey = (await showArtifact(ctx, id)).versions[0]?.content_key as string;
+      ctx.clock.advance(31 * DAY_MS);
+      let status = await storageStatus(modelled, { objects: true });
+      assert.equal(status.rules_evaluated, 'in_force');
+      assert.equal(status.in_sync, false);
+      assert.deepEqual(status.rules_in_force, inForce);
+      assert.deepEqual(Object.keys(status.sources), ['rules_in_force']);
+      const o = byKey(status.objects, big.key);
+      assert.equal(o.by_rules, 'STANDARD', 'the installed rule says 60 days');
+      assert.equal(o.source, 'rules_in_force');
+      ctx.clock.advance(30 * DAY_MS);
+      status = await storageStatus(modelled, { objects: true });
+      assert.equal(byKey(status.objects, big.key).by_rules, 'STANDARD_IA');
+      assert.equal(byKey(status.objects, big.key).storage_class, 'STANDARD_IA');
+      assert.equal(byKey(status.objects, contentKey).by_rules, 'STANDARD', 'no artifacts/ rule is installed: it does not move');
+    } finally {
+      await ctx.items.close();
+    }
+  });
+});
+
 statusSuite('sqlite + fs', async () => {
   const ctx = await embeddedContext();
   return { ctx, close: async () => ctx.items.close() };
