@@ -18,7 +18,7 @@ import type { AuditEvent, ServiceContext } from '../system/context.ts';
 import { fenceCheck } from '../system/fence.ts';
 import { type AuditType, auditHash } from './hash.ts';
 import { assertPolicyBound } from './policy.ts';
-import { commitWithSinks } from './sink-commit.ts';
+import { commitWithSinks, sinkOpsFor } from './sink-commit.ts';
 
 export { AUDIT_TYPES, type AuditType, auditHash, hashedPart, isAuditType, RESERVATION_PREFIX, VIEW_FIELDS } from './hash.ts';
 
@@ -202,10 +202,9 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
   const firstHead = domainOps.length + auditOps.length;
   const firstGuard = firstHead + headOps.length;
   const fenceIndex = firstGuard + guards.length;
-  // The sinks share what the transaction has left; the lifecycle leaves room for one fallback op
+  // The sinks get what the transaction has left; the lifecycle leaves room for one fallback op
   // (a counted drop, AUDIT_RESERVED_OPS). A sink never blocks the audit write (sink-commit.ts).
-  const budget = Math.floor((MAX_TRANSACT_OPS - core.length) / Math.max(1, ctx.auditSinks.length));
-  const sinkParts = await Promise.all(ctx.auditSinks.map((s) => s.opsFor(events, budget)));
+  const sinkParts = await sinkOpsFor(ctx.auditSinks, events, MAX_TRANSACT_OPS - core.length);
   try {
     await commitWithSinks((sinkOps) => ctx.items.transactWrite([...core, ...sinkOps]), sinkParts, core.length);
   } catch (e) {

@@ -6,7 +6,23 @@
  */
 import { ConditionFailed } from '../core/errors.ts';
 import { MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
-import type { SinkOps } from '../system/context.ts';
+import type { AuditEvent, AuditSink, SinkOps } from '../system/context.ts';
+
+/**
+ * Each sink's operations for `events`, in registration order, each told the operations the
+ * transaction still has (`room` minus what the sinks before it took): an observer that adds nothing
+ * (the HTTP server's metrics sink) takes nothing from the telemetry sink's budget.
+ */
+export async function sinkOpsFor(sinks: readonly AuditSink[], events: AuditEvent[], room: number): Promise<SinkOps[]> {
+  const parts: SinkOps[] = [];
+  let left = room;
+  for (const sink of sinks) {
+    const part = await sink.opsFor(events, Math.max(0, left));
+    left -= part.ops.length;
+    parts.push(part);
+  }
+  return parts;
+}
 
 /** The operations after `parts` with the part that owns sink op `failed` replaced by its retry, or undefined. */
 function retried(parts: SinkOps[], current: TransactOp[][], failed: number): TransactOp[] | undefined {

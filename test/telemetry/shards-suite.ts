@@ -56,6 +56,22 @@ function telemetryTransactions(calls: Array<{ method: string; arg: unknown }>): 
     .filter((keys) => keys.length > 0);
 }
 
+/** `n` audit entries on one chain, as one commit. */
+function bulkPlan(artifactId: string, n: number): AuditPlan {
+  return {
+    chains: [
+      {
+        artifactId,
+        entries: Array.from({ length: n }, (_, i) => ({
+          type: 'transition' as const,
+          keys: (seq: number, ts: string) => ({ SK: transitionSk(ts, seq) }),
+          fields: { version: 1, from: 'DRAFT', to: 'DRAFT', actor: agent.id, note: `bulk ${i}` },
+        })),
+      },
+    ],
+  };
+}
+
 export function shardsSuite(h: ShardsHarness): void {
   async function install(shards: number, limits?: Partial<TelemetryLimits>): Promise<Inst> {
     const { items: raw, content } = await h.open();
@@ -198,20 +214,8 @@ export function shardsSuite(h: ShardsHarness): void {
         const inst = await install(shards);
         const { version } = await createArtifact(inst.ctx, agent, { name: 'big', filename: 'f', body: bytesOf('x') });
         const id = version.artifact_id;
-        const plan: AuditPlan = {
-          chains: [
-            {
-              artifactId: id,
-              entries: Array.from({ length: 60 }, (_, i) => ({
-                type: 'transition' as const,
-                keys: (seq: number, ts: string) => ({ SK: transitionSk(ts, seq) }),
-                fields: { version: 1, from: 'DRAFT', to: 'DRAFT', actor: agent.id, note: `bulk ${i}` },
-              })),
-            },
-          ],
-        };
         inst.hook.calls.length = 0;
-        await commitAudited(inst.ctx, { [id]: await readHead(inst.ctx, id) }, plan);
+        await commitAudited(inst.ctx, { [id]: await readHead(inst.ctx, id) }, bulkPlan(id, 60));
         assert.equal(telemetryTransactions(inst.hook.calls).length, 1, 'one transaction');
         const c = await inst.queue.counters();
         assert.deepEqual([c.accepted, c.dropped], [61, 0]);
@@ -233,6 +237,17 @@ export function shardsSuite(h: ShardsHarness): void {
         await assertEveryShard(inst);
       });
     }
+
+    it('a commit at the operation limit (95 entries: 3 operations left) still admits every event in batch items, with an observer sink registered after the outbox', async () => {
+      const inst = await install(4);
+      inst.ctx.auditSinks.push({ opsFor: async () => ({ ops: [], fallback: [] }) });
+      const { version } = await createArtifact(inst.ctx, agent, { name: 'edge', filename: 'f', body: bytesOf('x') });
+      const id = version.artifact_id;
+      await commitAudited(inst.ctx, { [id]: await readHead(inst.ctx, id) }, bulkPlan(id, 95));
+      const c = await inst.queue.counters();
+      assert.deepEqual([c.accepted, c.dropped], [96, 0]);
+      await assertEveryShard(inst);
+    });
 
     it('claim visits the shards round-robin from where the last claim stopped; acknowledgeAll spans shards; expiry, a new epoch and exhaustion per shard', async () => {
       const inst = await install(4, { maxAttempts: 2 });
