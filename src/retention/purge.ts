@@ -4,12 +4,17 @@
  * caller's own reference scan concluded. Pins in force when a purge was PREPARED are recorded on its
  * observation (`pins`), so that every later re-check of that purge uses them too.
  */
+import { coldDigest, isColdError } from '../content/cold.ts';
 import type { ContentStore } from '../content/content-store.ts';
 import { DigestAccumulator } from '../core/digest.ts';
 import { IntegrityError, NotFound } from '../core/errors.ts';
 import type { Observation } from './model.ts';
 
-/** The digest of the object's bytes as stored, or undefined when it is gone. */
+/**
+ * The digest of the object's bytes as stored, or undefined when it is gone. A cold (GLACIER) object is
+ * not read: its digest is the SHA-256 S3 computed when it was written (content/cold.ts); one without
+ * a checksum cannot be re-checked, so it is never unlinked (INTEGRITY).
+ */
 export async function storedDigest(content: ContentStore, key: string): Promise<string | undefined> {
   try {
     const acc = new DigestAccumulator();
@@ -17,6 +22,11 @@ export async function storedDigest(content: ContentStore, key: string): Promise<
     return acc.digest();
   } catch (e) {
     if (e instanceof NotFound) return undefined;
+    if (isColdError(e)) {
+      const digest = await coldDigest(content, key);
+      if (digest !== undefined) return digest;
+      throw new IntegrityError(`${key} is cold and has no S3 checksum: its bytes cannot be re-checked unread; not removed`, { key });
+    }
     throw e;
   }
 }

@@ -7,6 +7,7 @@
  */
 
 import { RESERVATION_PREFIX } from '../audit/chain.ts';
+import { coldDigest, isColdError } from '../content/cold.ts';
 import type { ObjectInfo } from '../content/content-store.ts';
 import { DIGEST_SCAN_PATTERN, DigestAccumulator } from '../core/digest.ts';
 import { type AlpError, Conflict, IntegrityError, InternalError, NotFound } from '../core/errors.ts';
@@ -45,7 +46,8 @@ export interface ReferenceScan {
   objects: Map<string, ScannedObject>;
   /** Unreferenced immutable objects: the candidates. */
   candidates: ScannedObject[];
-  stats: { items: number; objects: number; objectsRead: number; bytesRead: number; ms: number };
+  /** coldTrusted: cold (GLACIER) objects not read, their digest taken from S3's checksum (scanCold). */
+  stats: { items: number; objects: number; objectsRead: number; bytesRead: number; coldTrusted: number; ms: number };
 }
 
 export interface ScanOptions {
@@ -257,6 +259,10 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
   }
   let objectsRead = 0;
   let bytesRead = 0;
+  let coldTrusted = 0;
+  // Listed in a cold class by an engine with real classes (S3 GLACIER): not even a GET is tried. A
+  // read refused as cold (the class changed after the listing) takes the same path.
+  const isCold = (key: string) => ctx.content.hasStorageClasses && objects.get(key)?.storageClass === 'GLACIER';
   // Unreferenced objects are matched by digest: hash each once (or take the digest an observation
   // recorded), index them, and mark them the moment their digest becomes referenced.
   const unreferencedByDigest = new Map<string, string[]>();
@@ -266,10 +272,22 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
       let digest = opts.knownDigests?.get(obj.key);
       if (!digest) {
         const acc = new DigestAccumulator();
-        for await (const c of await readRaw(ctx, obj.key)) acc.update(c as Buffer);
-        objectsRead++;
-        bytesRead += acc.size;
-        digest = acc.digest();
+        const bytes = isCold(obj.key)
+          ? undefined
+          : await readRaw(ctx, obj.key).catch((e: unknown) => (isColdError(e) ? undefined : Promise.reject(e)));
+        if (bytes === undefined) {
+          // Cold (GLACIER): never read; its digest is the SHA-256 S3 recorded. Without one it cannot be
+          // matched, so it is kept (never a candidate) rather than assumed unreferenced.
+          digest = await coldDigest(ctx.content, obj.key);
+          coldTrusted++;
+          // Kept, not scanned (it is referenced by nothing: what it names is protected only by referenced bytes).
+          if (digest === undefined) return void referenced.set(obj.key, 'cold, without an S3 checksum: digest unknown unread');
+        } else {
+          for await (const c of bytes) acc.update(c as Buffer);
+          objectsRead++;
+          bytesRead += acc.size;
+          digest = acc.digest();
+        }
       }
       obj.digest = digest;
       const list = unreferencedByDigest.get(digest);
@@ -284,6 +302,8 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
   for (const [d, why] of refs.digests) addDigest(d, why);
   // The worklist: every referenced object's bytes are read once, hashed and scanned for digests.
   const scanOne = async (key: string) => {
+    const bytes = isCold(key) ? undefined : await readRaw(ctx, key).catch((e: unknown) => (isColdError(e) ? undefined : Promise.reject(e)));
+    if (bytes === undefined) return scanCold(key);
     const acc = new DigestAccumulator();
     const hashing = async function* (src: AsyncIterable<Uint8Array>) {
       for await (const c of src) {
@@ -291,12 +311,7 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
         yield c;
       }
     };
-    const found = await scanForDigests(
-      hashing(await readRaw(ctx, key)),
-      undefined,
-      `object ${key}`,
-      key.startsWith(HISTORY_SEGMENT_PREFIX),
-    );
+    const found = await scanForDigests(hashing(bytes), undefined, `object ${key}`, key.startsWith(HISTORY_SEGMENT_PREFIX));
     objectsRead++;
     bytesRead += acc.size;
     const digest = acc.digest();
@@ -314,6 +329,32 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
     addDigest(digest, `digest of referenced object ${key}`);
     for (const d of found) addDigest(d, `found inside ${key}`);
   };
+  /**
+   * A referenced COLD object (an archive copy in GLACIER) is not read. Seed 004's rule stands (bytes
+   * that must be scanned and cannot be read are never assumed clean): an archive copy holds exactly the
+   * bytes of its original, which the same items reference (version and run items keep naming the
+   * original key, so retention never reclaims it) and which this scan reads and scans at its own key.
+   * So the copy's references are its original's, provided the copy IS those bytes: S3's checksum must
+   * equal the recorded digest, and a readable referenced object with that digest must be in the store.
+   * Otherwise the scan fails closed.
+   */
+  let readableDigests: Set<string | undefined> | undefined;
+  const scanCold = async (key: string) => {
+    const expected = recorded.get(key);
+    const digest = await coldDigest(ctx.content, key);
+    coldTrusted++;
+    readableDigests ??= new Set([...objects.keys()].filter((k) => !isCold(k)).map((k) => recorded.get(k)));
+    const original = expected !== undefined && readableDigests.has(expected);
+    if (expected === undefined || digest !== expected || !original) {
+      throw new IntegrityError(
+        `${key} is in a cold storage class and cannot be read to scan its references, and ${digest === undefined ? 'S3 has no checksum for it' : digest !== expected ? `S3's checksum ${digest} is not its recorded digest ${String(expected)}` : 'no readable original with its digest exists'}: nothing is collected until it is restored (aws s3api restore-object) or \`alp reconcile\` explains it`,
+        { key, expected, actual: digest },
+      );
+    }
+    const obj = objects.get(key);
+    if (obj) obj.digest = digest;
+    addDigest(digest, `digest of referenced object ${key} (cold: S3 checksum)`);
+  };
   while (queue.length) await inParallel(queue.splice(0), (key) => scanOne(key));
   const candidates = [...objects.values()].filter((o) => !referenced.has(o.key) && CANDIDATE_PREFIXES.some((p) => o.key.startsWith(p)));
   return {
@@ -321,6 +362,6 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
     digests: refs.digests,
     objects,
     candidates,
-    stats: { items: itemCount, objects: objects.size, objectsRead, bytesRead, ms: Date.now() - started },
+    stats: { items: itemCount, objects: objects.size, objectsRead, bytesRead, coldTrusted, ms: Date.now() - started },
   };
 }

@@ -10,6 +10,8 @@
  *   base64 SHA-256 of the copy, computed here by reading s3rver directly) and records it, so HeadObject
  *   with `x-amz-checksum-mode: ENABLED` answers `x-amz-checksum-sha256` for that key, as S3 does.
  *   `corruptCopies(true)` makes the model answer a wrong checksum (a copy S3 would have damaged).
+ * - ListObjectsV2 reports each object's own storage class, as S3 does (s3rver answers STANDARD for
+ *   every object): the model rewrites each <StorageClass> from a HeadObject of the key.
  * A later PUT, copy without a checksum or DELETE of the key drops its recorded checksum.
  */
 import { createHash } from 'node:crypto';
@@ -110,6 +112,28 @@ export async function startGlacierProxy(s3: S3rverHandle, opts: { upstream?: str
     });
   }
 
+  /** Rewrites each listed object's StorageClass with the class s3rver keeps for it. */
+  async function listedClasses(bucket: string, body: Buffer): Promise<Buffer> {
+    let xml = body.toString('utf8');
+    const blocks = xml.match(/<Contents>[\s\S]*?<\/Contents>/g) ?? [];
+    for (const block of blocks) {
+      const key = /<Key>([\s\S]*?)<\/Key>/.exec(block)?.[1];
+      if (key === undefined) continue;
+      const decoded = key
+        .replace(/&amp;/g, '&')
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>')
+        .replace(/&quot;/g, '"')
+        .replace(/&apos;/g, "'");
+      const cls = (await storageClass(bucket, decoded)) ?? 'STANDARD';
+      const fixed = /<StorageClass>/.test(block)
+        ? block.replace(/<StorageClass>[^<]*<\/StorageClass>/, `<StorageClass>${cls}</StorageClass>`)
+        : block.replace('</Contents>', `<StorageClass>${cls}</StorageClass></Contents>`);
+      xml = xml.replace(block, fixed);
+    }
+    return Buffer.from(xml);
+  }
+
   async function copy(req: http.IncomingMessage, res: http.ServerResponse, bucket: string, key: string): Promise<void> {
     const src = decodeURIComponent(String(req.headers['x-amz-copy-source']).replace(/^\//, ''));
     const [srcBucket = '', ...srcRest] = src.split('/');
@@ -141,6 +165,9 @@ export async function startGlacierProxy(s3: S3rverHandle, opts: { upstream?: str
     const bucket = decodeURIComponent(rawBucket);
     const key = rest.map(decodeURIComponent).join('/');
     const id = `${bucket}/${key}`;
+    if (key === '' && req.method === 'GET' && url.searchParams.get('list-type') === '2') {
+      return forward(req, res, async (status, _headers, body) => (status === 200 ? listedClasses(bucket, body) : body));
+    }
     if (key === '') return forward(req, res);
     if (req.method === 'POST' && url.searchParams.has('restore')) {
       restored.add(id);
