@@ -64,12 +64,16 @@ async function race(ctx: ServiceContext, publisherCtx: ServiceContext, log: Comm
 
 for (const engine of ENGINES) {
   describe(`the fence race on ${engine}, ${N} shards`, () => {
-    test('no publisher commit lands while every shard is held; publishers commit between the maintenances', async () => {
+    test('no publisher commit lands while every shard is held; publishers commit between the maintenances', async (t) => {
       const { ctx, close } = await installation(engine, N);
       try {
         const log: Committed[] = [];
         const shared = { ...ctx, items: serialised(ctx.items, log) };
         const outcome = await race(shared, shared, log);
+        const tx = log.filter((c) => c.kind === 'publisher');
+        t.diagnostic(
+          `race ${engine}: ${JSON.stringify({ ...outcome, publisher_tx: tx.length, publisher_tx_refused: tx.filter((c) => !c.ok).length, cycles: CYCLES })}`,
+        );
         assert.equal(commitsInsideFence(log, N), 0, 'a publisher committed inside the fence');
         assert.equal(log.filter((c) => c.kind === 'fence-acquire-shards' && c.ok).length, CYCLES);
         assert.ok(outcome.committed > 0, `publishers committed between maintenances (${JSON.stringify(outcome)})`);
@@ -79,7 +83,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('control: publishers checking shards the maintenance does not hold do commit inside it (the check can fail)', async () => {
+    test('control: publishers checking shards the maintenance does not hold do commit inside it (the check can fail)', async (t) => {
       const { ctx, close } = await installation(engine, N);
       try {
         const log: Committed[] = [];
@@ -87,6 +91,7 @@ for (const engine of ENGINES) {
         // A node with the wrong layout (refused at open in real use): its shard keys are SYS#fence#00…#15.
         const wrong = { ...shared, layout: { ...shared.layout, fence_shards: 16 } };
         await race(shared, wrong, log);
+        t.diagnostic(`control ${engine}: ${commitsInsideFence(log, N)} publisher commits inside the fence`);
         assert.ok(commitsInsideFence(log, N) > 0, 'the control must see commits inside the fence');
       } finally {
         await close();
