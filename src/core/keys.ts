@@ -48,10 +48,12 @@ export function versionIndexShard(v: { state: string; GSI1PK?: unknown }): strin
 export const createdGsiSk = (createdAt: string, artifactId: string) => `#${createdAt}#${artifactId}`;
 /**
  * NAME#{name}: per name, written once per artifact created with it, so not sharded. Carried by the
- * artifact's NAME item (ART#{id} / NAME, written once at creation), not by the HEAD, which every audit
+ * artifact's name entry (ARTNAME#{id} / NAME, written once at creation, in a partition of its own so the
+ * artifact's partition keeps only what its chain vouches for), not by the HEAD, which every audit
  * transaction rewrites (HEADs written before issue 16 still carry it: listings read both).
  */
 export const nameGsiPk = (name: string) => `NAME#${name}`;
+export const artifactNamePk = (artifactId: string) => `ARTNAME#${artifactId}`;
 export const NAME_SK = 'NAME';
 
 export const transitionSk = (timestamp: string, seq: number) => `TRANS#${timestamp}#${pad(seq, SEQ_DIGITS)}`;

@@ -16,8 +16,9 @@ export interface Principal {
 export interface HeadItem {
   PK: string;
   SK: 'HEAD';
-  GSI1PK: string;
-  GSI1SK: string;
+  /** NAME#{name} on HEADs written before issue 16 only; newer ones have no GSI1 keys (the NAME item has them). */
+  GSI1PK?: string;
+  GSI1SK?: string;
   type: 'head';
   artifact_id: string;
   name: string;

@@ -9,7 +9,7 @@ import { afterOps, readBackOr, readHead, runAudited } from '../audit/chain.ts';
 import { DAY_MS, isoTimestamp } from '../core/clock.ts';
 import { type Digest, parseDigest } from '../core/digest.ts';
 import { IllegalTransition, InvalidInput } from '../core/errors.ts';
-import { approvalSk, approverGsiPk, artifactPk, eventGsiSk } from '../core/keys.ts';
+import { approvalSk, approverGsiPk, artifactPk, eventGsiSk, indexShard } from '../core/keys.ts';
 import { queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertActor } from './access.ts';
@@ -132,7 +132,7 @@ export async function decide(
       else if (current.some((a) => principalKey(a.actor.id) === principalKey(actor.id)))
         [counted, reason] = [false, `${actor.id} already approved this proposal`];
       const quorumReached = counted && current.length + 1 >= head.quorum;
-      const entry = approvalEntry(artifactId, {
+      const entry = approvalEntry(ctx, artifactId, {
         version: n,
         decision: 'APPROVE',
         actor,
@@ -150,7 +150,7 @@ export async function decide(
       committed = afterOps(v, plan.ops);
       return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
     }
-    const entry = approvalEntry(artifactId, {
+    const entry = approvalEntry(ctx, artifactId, {
       version: n,
       decision: 'REJECT',
       actor,
@@ -183,12 +183,14 @@ export async function decide(
   };
 }
 
-function approvalEntry(artifactId: string, fields: Record<string, unknown> & { actor: Principal }) {
+/** An Approval entry, in APPROVER#{actor} of the artifact's index shard. */
+function approvalEntry(ctx: ServiceContext, artifactId: string, fields: Record<string, unknown> & { actor: Principal }) {
+  const shard = indexShard(artifactId, ctx.layout.index_shards);
   return {
     type: 'approval' as const,
     keys: (seq: number, ts: string) => ({
       SK: approvalSk(ts, seq),
-      GSI1PK: approverGsiPk(fields.actor.id),
+      GSI1PK: approverGsiPk(fields.actor.id, shard),
       GSI1SK: eventGsiSk(ts, artifactId),
     }),
     fields,

@@ -10,9 +10,22 @@ import { canonicalJson } from '../core/canonical-json.ts';
 import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { artifactPk, createdGsiSk, HEAD_SK, nameGsiPk, stateGsiPk, versionSk } from '../core/keys.ts';
+import {
+  artifactNamePk,
+  artifactPk,
+  createdGsiSk,
+  HEAD_SK,
+  indexPartitions,
+  indexShard,
+  NAME_SK,
+  nameGsiPk,
+  stateGsiPk,
+  versionIndexShard,
+  versionSk,
+} from '../core/keys.ts';
 import { contentKey, metadataKey, validateFilename } from '../core/object-keys.ts';
 import { cond, type Item, type TransactOp } from '../store/item-store.ts';
+import { queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
@@ -56,7 +69,11 @@ export async function createArtifact(
     {},
     {
       chains: [{ artifactId: head.artifact_id, newHead: head, entries: [creation] }],
-      ops: [{ op: 'put', item: version, condition: cond.notExists() }, ...(opts.extraOps?.(version) ?? [])],
+      ops: [
+        { op: 'put', item: version, condition: cond.notExists() },
+        { op: 'put', item: nameItem(head), condition: cond.notExists() },
+        ...(opts.extraOps?.(version) ?? []),
+      ],
       published: [version.content_key, version.metadata_key],
     },
   );
@@ -75,8 +92,8 @@ export async function prepareNewArtifact(
   const labels = validateLabels(input.labels ?? {});
   const quorum = validateQuorum(input.quorum ?? 1);
   const filename = validateFilename(input.filename);
-  await assertNotFenced(ctx);
   const artifactId = newId(ctx.clock);
+  await assertNotFenced(ctx, { kind: 'artifacts', ids: [artifactId] });
   const createdAt = ctx.clock.now().toISOString();
   const key = opts.contentKeyFor ? opts.contentKeyFor(artifactId) : contentKey(artifactId, 1, filename);
   const version = await storeVersionContent(ctx, actor, { artifactId, version: 1, name, kind, labels, filename, key, createdAt, input });
@@ -98,8 +115,7 @@ function newHeadItem(a: {
   return {
     PK: artifactPk(artifactId),
     SK: HEAD_SK,
-    GSI1PK: nameGsiPk(name),
-    GSI1SK: createdGsiSk(createdAt, artifactId),
+    // No GSI1 keys: the NAME item carries the artifact's name entry (every audit write rewrites the HEAD).
     type: 'head',
     artifact_id: artifactId,
     name,
@@ -124,7 +140,7 @@ export async function addVersion(
 ): Promise<VersionItem> {
   assertActor('addVersion', actor);
   const filename = validateFilename(input.filename);
-  await assertNotFenced(ctx);
+  await assertNotFenced(ctx, { kind: 'artifacts', ids: [artifactId] });
   const head = await readHead(ctx, artifactId);
   if (head.archived) throw new Conflict(`artifact ${artifactId} is archived`);
   if (head.compensates) throw new Conflict(`artifact ${artifactId} is a compensation artifact; it has one version`);
@@ -173,7 +189,7 @@ async function reserveVersionNumber(ctx: ServiceContext, artifactId: string): Pr
           condition: cond.eq('latest_version', head.latest_version),
         },
         // The reservation is a database write too: never while the maintenance fence is held.
-        fenceCheck(),
+        fenceCheck(ctx, { kind: 'artifacts', ids: [artifactId] }),
       ]);
       return next;
     } catch (e) {
@@ -228,7 +244,7 @@ async function storeVersionContent(ctx: ServiceContext, actor: Principal, a: Sto
   return {
     PK: artifactPk(a.artifactId),
     SK: versionSk(a.version),
-    GSI1PK: stateGsiPk('DRAFT'),
+    GSI1PK: stateGsiPk('DRAFT', indexShard(a.artifactId, ctx.layout.index_shards)),
     GSI1SK: createdGsiSk(a.createdAt, a.artifactId),
     type: 'version',
     artifact_id: a.artifactId,
@@ -250,12 +266,27 @@ async function storeVersionContent(ctx: ServiceContext, actor: Principal, a: Sto
   };
 }
 
+/**
+ * The artifact's entry in NAME#{name} (GSI1), written once with the artifact: ARTNAME#{id} / NAME. Not
+ * on the HEAD, which every audit transaction rewrites (a GSI write each time, projection ALL).
+ */
+export function nameItem(head: HeadItem): Item {
+  return {
+    PK: artifactNamePk(head.artifact_id),
+    SK: NAME_SK,
+    GSI1PK: nameGsiPk(head.name),
+    GSI1SK: createdGsiSk(head.created_at, head.artifact_id),
+    type: 'name_entry',
+    artifact_id: head.artifact_id,
+  };
+}
+
 function creationTransition(v: VersionItem, actor: Principal, policy: Policy) {
-  return transitionDraft(v.artifact_id, {
+  const fields = {
     policy,
     version: v.version,
     from: null,
-    to: 'DRAFT',
+    to: 'DRAFT' as const,
     actor,
     reason: 'created',
     filename: v.filename,
@@ -264,7 +295,8 @@ function creationTransition(v: VersionItem, actor: Principal, policy: Policy) {
     size: v.size,
     metadata_key: v.metadata_key,
     metadata_hash: v.metadata_hash,
-  });
+  };
+  return transitionDraft(v.artifact_id, fields, versionIndexShard(v));
 }
 
 export async function resolveVersion(ctx: ServiceContext, artifactId: string, version?: number | string): Promise<VersionItem> {
@@ -324,23 +356,14 @@ export interface ListInput {
 export async function listArtifacts(ctx: ServiceContext, input: ListInput): Promise<{ items: Record<string, unknown>[]; cursor?: string }> {
   const limit = input.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidInput('limit must be 1–1000');
-  if (input.name !== undefined) {
-    const page = await ctx.items.query({
-      index: 'GSI1',
-      pk: nameGsiPk(validateName(input.name)),
-      descending: true,
-      limit,
-      ...(input.cursor ? { cursor: input.cursor } : {}),
-    });
-    return { items: page.items.map((h) => headView(h as HeadItem)), ...(page.cursor ? { cursor: page.cursor } : {}) };
-  }
+  if (input.name !== undefined) return listByName(ctx, validateName(input.name), limit, input.cursor);
   const states: readonly VersionState[] = input.state === undefined ? VERSION_STATES : [parseState(input.state)];
   let { index, inner } = decodeListCursor(input.cursor, states.length);
   const items: Record<string, unknown>[] = [];
   while (index < states.length && items.length < limit) {
-    const page = await ctx.items.query({
+    const page = await queryMerged(ctx.items, {
       index: 'GSI1',
-      pk: stateGsiPk(states[index] as VersionState),
+      pks: indexPartitions(stateGsiPk(states[index] as VersionState), ctx.layout.index_shards),
       descending: true,
       limit: limit - items.length,
       ...(inner ? { cursor: inner } : {}),
@@ -354,6 +377,21 @@ export async function listArtifacts(ctx: ServiceContext, input: ListInput): Prom
   }
   const more = index < states.length;
   return { items, ...(more ? { cursor: encodeListCursor(index, inner) } : {}) };
+}
+
+/**
+ * Artifacts named `name`, newest first (GSI1 NAME#{name}): NAME items, whose HEADs are read by key, and
+ * the HEADs written before issue 16, which carry the entry themselves. Same order and pages either way.
+ */
+async function listByName(ctx: ServiceContext, name: string, limit: number, cursor: string | undefined) {
+  const page = await ctx.items.query({ index: 'GSI1', pk: nameGsiPk(name), descending: true, limit, ...(cursor ? { cursor } : {}) });
+  const named = page.items.filter((i) => i.type !== 'head').map((i) => ({ PK: artifactPk(i.artifact_id as string), SK: HEAD_SK }));
+  const heads = new Map((named.length ? await ctx.items.batchGet(named) : []).map((h) => [h.PK, h as HeadItem]));
+  const items = page.items.flatMap((i) => {
+    const head = i.type === 'head' ? (i as HeadItem) : heads.get(artifactPk(i.artifact_id as string));
+    return head ? [headView(head)] : [];
+  });
+  return { items, ...(page.cursor ? { cursor: page.cursor } : {}) };
 }
 
 export function parseState(s: string): VersionState {

@@ -7,13 +7,13 @@
  */
 import { afterOps, readBackOr, readHead, runAudited } from '../audit/chain.ts';
 import { ConditionFailed, Conflict, MaintenanceInProgress } from '../core/errors.ts';
-import { artifactPk, COMPENSATION_SK_PREFIX, compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK } from '../core/keys.ts';
+import { artifactPk, COMPENSATION_SK_PREFIX, compensationSk, compStateGsiPk, createdGsiSk, HEAD_SK, indexShard } from '../core/keys.ts';
 import { rollbackKey, validateFilename } from '../core/object-keys.ts';
 import { cond, queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
-import { type ContentInput, prepareNewArtifact } from './artifacts.ts';
+import { type ContentInput, nameItem, prepareNewArtifact } from './artifacts.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
 import { instanceOf, leaseOp, ownerDead, ownerTag, whileLeased } from './instance.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
@@ -75,7 +75,7 @@ export async function compensate(
           cond.or(cond.attrNotExists('rollback_upload_at'), cond.lt('rollback_upload_at', stale), ...takeOver),
         ),
       },
-      fenceCheck(),
+      fenceCheck(ctx, { kind: 'artifacts', ids: [artifactId] }),
       leaseOp(ctx),
     ]);
   } catch (e) {
@@ -139,7 +139,8 @@ async function compensateReserved(
         size: prepared.version.size,
         created_by: actor,
       },
-      view: { state: 'DRAFT', GSI1PK: compStateGsiPk('DRAFT'), updated_at: at },
+      // In the compensation artifact's index shard: moves.ts keeps it there as its version moves.
+      view: { state: 'DRAFT', GSI1PK: compStateGsiPk('DRAFT', indexShard(compId, ctx.layout.index_shards)), updated_at: at },
     };
     const plan = merge({ ops: [], entries: [compEntry] }, move);
     compensated = afterOps(v, plan.ops);
@@ -148,7 +149,11 @@ async function compensateReserved(
         { artifactId, entries: plan.entries },
         { artifactId: compId, newHead: prepared.head, entries: [prepared.creation] },
       ],
-      ops: [...plan.ops, { op: 'put', item: prepared.version, condition: cond.notExists() }],
+      ops: [
+        ...plan.ops,
+        { op: 'put', item: prepared.version, condition: cond.notExists() },
+        { op: 'put', item: nameItem(prepared.head), condition: cond.notExists() },
+      ],
       published: [prepared.version.content_key, prepared.version.metadata_key],
     };
   });

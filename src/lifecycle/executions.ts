@@ -20,6 +20,7 @@ import {
   executionFinishSk,
   executionOutputSk,
   executionSk,
+  indexShard,
   RUN_POINTER_SK,
   runGsiPk,
   runPk,
@@ -58,7 +59,7 @@ export interface ExecutionItem extends Item {
 export async function startExecution(ctx: ServiceContext, actor: Principal, artifactId: string, version: number): Promise<ExecutionItem> {
   assertActor('startExecution', actor);
   const n = validateVersionNumber(version);
-  await assertNotFenced(ctx);
+  await assertNotFenced(ctx, { kind: 'artifacts', ids: [artifactId] });
   const runId = newId(ctx.clock);
   const result = await runAudited(ctx, [artifactId], async (heads) => {
     const head = heads[artifactId] as HeadItem;
@@ -81,15 +82,22 @@ export async function startExecution(ctx: ServiceContext, actor: Principal, arti
     });
     const exec = {
       type: 'execution' as const,
-      keys: (_seq: number, ts: string) => ({
-        SK: executionSk(runId),
-        GSI1PK: runGsiPk(isoDate(new Date(ts))),
-        GSI1SK: eventGsiSk(ts, artifactId),
-      }),
+      // No GSI1 keys here: every upload and the finish rewrite the execution item (see the pointer).
+      keys: () => ({ SK: executionSk(runId) }),
       fields: { run_id: runId, version: n, started_by: actor, content_hash: v.content_hash },
       view: { status: 'RUNNING', outputs: {} },
     };
-    const pointer = { PK: runPk(runId), SK: RUN_POINTER_SK, type: 'run_pointer', run_id: runId, artifact_id: artifactId, version: n };
+    // The run's RUN#{date} entry (GSI1) is on its pointer, written once, keyed by the start time.
+    const pointer = {
+      PK: runPk(runId),
+      SK: RUN_POINTER_SK,
+      GSI1PK: runGsiPk(isoDate(now), indexShard(artifactId, ctx.layout.index_shards)),
+      GSI1SK: eventGsiSk(at, artifactId),
+      type: 'run_pointer',
+      run_id: runId,
+      artifact_id: artifactId,
+      version: n,
+    };
     const plan = merge({ ops: [{ op: 'put', item: pointer, condition: cond.notExists() }], entries: [exec] }, move);
     return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
   });
@@ -124,8 +132,8 @@ export async function uploadOutput(
 ): Promise<{ key: string; digest: string; size: number }> {
   assertActor('uploadOutput', actor);
   const output = validateOutputName(name);
-  await assertNotFenced(ctx);
   const exec = await readExecution(ctx, runId);
+  await assertNotFenced(ctx, { kind: 'artifacts', ids: [exec.artifact_id] });
   if (exec.status !== 'RUNNING') throw new Conflict(`run ${runId} is ${exec.status}; outputs can only be uploaded while it runs`);
   if (exec.outputs[output]) throw new Conflict(`run ${runId} already has ${output}; outputs are immutable`);
   const reservation = `${RESERVATION_PREFIX}${output}`;
@@ -154,7 +162,7 @@ export async function uploadOutput(
         update: { set: { [reservation]: stamp, [owner]: ownerTag(instanceOf(ctx)) } },
         condition: cond.and(cond.eq('status', 'RUNNING'), existing ? cond.eq(reservation, existing) : cond.attrNotExists(reservation)),
       },
-      fenceCheck(),
+      fenceCheck(ctx, { kind: 'artifacts', ids: [exec.artifact_id] }),
       leaseOp(ctx),
     ]);
   } catch (e) {

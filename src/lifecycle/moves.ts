@@ -4,7 +4,7 @@
  * item kept in step. Below every operation (propose, approvals, executions, compensation, archive).
  */
 import type { AuditDraft } from '../audit/chain.ts';
-import { artifactPk, compensationSk, compStateGsiPk } from '../core/keys.ts';
+import { artifactPk, compensationSk, compStateGsiPk, versionIndexShard } from '../core/keys.ts';
 import { cond, type TransactOp } from '../store/item-store.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { requireMove, type TransitionVia, type VersionState } from './state-machine.ts';
@@ -38,16 +38,19 @@ export function planMove(
   o: MoveOptions = {},
 ): Planned {
   requireMove(v.state, to, via);
+  // Every index entry of the artifact goes to the shard its version items were created in.
+  const shard = versionIndexShard(v);
   const ops: TransactOp[] = [stateChangeOp(v, to, at, o.set ?? {}, o.remove ?? [])];
   if (head.compensates) {
     ops.push({
       op: 'update',
       key: { PK: artifactPk(head.compensates.artifact_id), SK: compensationSk(head.artifact_id) },
-      update: { set: { state: to, GSI1PK: compStateGsiPk(to), updated_at: at } },
+      update: { set: { state: to, GSI1PK: compStateGsiPk(to, shard), updated_at: at } },
       condition: cond.exists(),
     });
   }
-  const entries = [transitionDraft(head.artifact_id, { version: v.version, from: v.state, to, actor, reason: o.reason, ...o.fields })];
+  const fields = { version: v.version, from: v.state, to, actor, reason: o.reason, ...o.fields };
+  const entries = [transitionDraft(head.artifact_id, fields, shard)];
   return { ops, entries };
 }
 

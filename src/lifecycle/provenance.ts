@@ -17,7 +17,7 @@ import { canonicalJson } from '../core/canonical-json.ts';
 import { isoDate } from '../core/clock.ts';
 import { type Digest, digestHex, parseDigest, sha256 } from '../core/digest.ts';
 import { InvalidInput, NotFound } from '../core/errors.ts';
-import { artifactPk, eventGsiSk, HEAD_SK, provenanceGsiPk, provenanceSk } from '../core/keys.ts';
+import { artifactPk, eventGsiSk, HEAD_SK, indexShard, provenanceGsiPk, provenanceSk } from '../core/keys.ts';
 import { provenanceKey } from '../core/object-keys.ts';
 import { cond, type Item, queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
@@ -63,7 +63,7 @@ export async function addProvenance(ctx: ServiceContext, caller: Principal, arti
     ...(input.model === undefined ? {} : { model: validateText('model', input.model, { max: 200 }) }),
     ...(input.note === undefined ? {} : { note: validateText('note', input.note, { min: 0, max: 4000 }) }),
   };
-  await assertNotFenced(ctx);
+  await assertNotFenced(ctx, { kind: 'artifacts', ids: [artifactId] });
   const result = await runAudited(ctx, [artifactId], (heads) => {
     const head = heads[artifactId] as HeadItem;
     const step = ((head.provenance_steps as number | undefined) ?? 0) + 1;
@@ -77,7 +77,7 @@ export async function addProvenance(ctx: ServiceContext, caller: Principal, arti
               type: 'provenance',
               keys: (_seq, ts) => ({
                 SK: provenanceSk(step),
-                GSI1PK: provenanceGsiPk(isoDate(new Date(ts))),
+                GSI1PK: provenanceGsiPk(isoDate(new Date(ts)), indexShard(artifactId, ctx.layout.index_shards)),
                 GSI1SK: eventGsiSk(ts, artifactId),
               }),
               fields: { step, ...fields },
@@ -228,7 +228,7 @@ export async function repairProvenanceDocuments(ctx: ServiceContext): Promise<nu
 export async function publishProvenanceDocument(ctx: ServiceContext, artifactId: string): Promise<void> {
   for (let attempt = 0; attempt < 10; attempt++) {
     // A fence taken since the step committed: leave the (derivable) document for the next publisher.
-    if (await isFenced(ctx)) return;
+    if (await isFenced(ctx, { kind: 'artifacts', ids: [artifactId] })) return;
     const { steps, bytes } = await buildProvenanceDocument(ctx, artifactId);
     const put = await ctx.content.put(provenanceKey(artifactId), [bytes]);
     const head = await readHead(ctx, artifactId);

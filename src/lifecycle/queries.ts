@@ -6,7 +6,18 @@
 
 import { entryView } from '../audit/history.ts';
 import { InvalidInput } from '../core/errors.ts';
-import { approverGsiPk, compStateGsiPk, provenanceGsiPk, runGsiPk, transitionGsiPk } from '../core/keys.ts';
+import {
+  approverGsiPk,
+  artifactPk,
+  compStateGsiPk,
+  executionSk,
+  indexPartitions,
+  provenanceGsiPk,
+  runGsiPk,
+  transitionGsiPk,
+} from '../core/keys.ts';
+import type { Item } from '../store/item-store.ts';
+import { queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { listArtifacts, parseState } from './artifacts.ts';
 import { validatePrincipalId } from './principals.ts';
@@ -20,6 +31,7 @@ function validateDate(date: string): string {
   return date;
 }
 
+/** The RFC-012 §9.1 partition of a listing (unsharded; indexPartitions gives its shards). */
 export function indexPartition(kind: IndexQuery, key: string): string {
   switch (kind) {
     case 'transitions':
@@ -35,6 +47,10 @@ export function indexPartition(kind: IndexQuery, key: string): string {
   }
 }
 
+/**
+ * A page of one GSI1 listing, in the RFC's order (GSI1SK ascending), merged over the installation's
+ * index shards (store/merge-query.ts) behind one opaque cursor.
+ */
 export async function queryIndex(
   ctx: ServiceContext,
   kind: IndexQuery,
@@ -43,16 +59,35 @@ export async function queryIndex(
 ): Promise<{ items: Record<string, unknown>[]; cursor?: string }> {
   const limit = page.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidInput('limit must be 1–1000');
-  const result = await ctx.items.query({
+  const result = await queryMerged(ctx.items, {
     index: 'GSI1',
-    pk: indexPartition(kind, key),
+    pks: indexPartitions(indexPartition(kind, key), ctx.layout.index_shards),
     limit,
-    ...(page.cursor ? { cursor: page.cursor } : {}),
+    cursor: page.cursor,
   });
+  const entries = kind === 'runs' ? await runsOf(ctx, result.items) : result.items;
   return {
-    items: result.items.map((i) => ({ artifact_id: i.artifact_id, ...entryView(i) })),
+    items: entries.map((i) => ({ artifact_id: i.artifact_id, ...entryView(i) })),
     ...(result.cursor ? { cursor: result.cursor } : {}),
   };
+}
+
+/**
+ * The execution items a runs-by-day page names: RUN#{date} is on each run's POINTER item (written once),
+ * or, for runs started before issue 16, on the execution item itself. A pointer whose execution is not
+ * there (it cannot be: both are written in one transaction) is left out.
+ */
+async function runsOf(ctx: ServiceContext, page: Item[]): Promise<Item[]> {
+  const keyOf = (p: Item) => ({ PK: artifactPk(p.artifact_id as string), SK: executionSk(p.run_id as string) });
+  const pointers = page.filter((i) => i.type === 'run_pointer');
+  const found = pointers.length === 0 ? [] : await ctx.items.batchGet(pointers.map(keyOf));
+  const byKey = new Map(found.map((e) => [`${e.PK}\n${e.SK}`, e]));
+  return page.flatMap((i) => {
+    if (i.type !== 'run_pointer') return [i];
+    const k = keyOf(i);
+    const exec = byKey.get(`${k.PK}\n${k.SK}`);
+    return exec ? [exec] : [];
+  });
 }
 
 /** Versions counted per state at most (pages of 1000); past it the count says `exact: false`. */

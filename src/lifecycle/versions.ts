@@ -6,7 +6,16 @@
 import type { AuditDraft } from '../audit/chain.ts';
 import { isoDate } from '../core/clock.ts';
 import { NotFound } from '../core/errors.ts';
-import { artifactPk, eventGsiSk, stateGsiPk, transitionGsiPk, transitionSk, VERSION_SK_PREFIX, versionSk } from '../core/keys.ts';
+import {
+  artifactPk,
+  eventGsiSk,
+  stateGsiPk,
+  transitionGsiPk,
+  transitionSk,
+  VERSION_SK_PREFIX,
+  versionIndexShard,
+  versionSk,
+} from '../core/keys.ts';
 import { cond, type Item, type ItemStore, queryAll, type TransactOp } from '../store/item-store.ts';
 import type { Principal, VersionItem } from './model.ts';
 import type { VersionState } from './state-machine.ts';
@@ -35,7 +44,10 @@ export async function latestVersion(items: ItemStore, artifactId: string): Promi
   return v as VersionItem;
 }
 
-/** The conditional update moving a version from the state it was read in to `to`. */
+/**
+ * The conditional update moving a version from the state it was read in to `to`. The version stays in
+ * its index shard (the suffix its STATE# key was created with, keys.ts versionIndexShard).
+ */
 export function stateChangeOp(
   v: VersionItem,
   to: VersionState,
@@ -47,7 +59,7 @@ export function stateChangeOp(
     op: 'update',
     key: { PK: v.PK, SK: v.SK },
     update: {
-      set: { state: to, GSI1PK: stateGsiPk(to), state_changed_at: at, ...extra },
+      set: { state: to, GSI1PK: stateGsiPk(to, versionIndexShard(v)), state_changed_at: at, ...extra },
       add: { row_version: 1 },
       ...(remove.length ? { remove } : {}),
     },
@@ -64,11 +76,16 @@ export interface TransitionFields {
   [extra: string]: unknown;
 }
 
-export function transitionDraft(artifactId: string, fields: TransitionFields): AuditDraft {
+/** A Transition entry; `shard` is the artifact's index shard suffix (keys.ts indexShard, '' unsharded). */
+export function transitionDraft(artifactId: string, fields: TransitionFields, shard = ''): AuditDraft {
   const { reason, ...rest } = fields;
   return {
     type: 'transition',
-    keys: (seq, ts) => ({ SK: transitionSk(ts, seq), GSI1PK: transitionGsiPk(isoDate(new Date(ts))), GSI1SK: eventGsiSk(ts, artifactId) }),
+    keys: (seq, ts) => ({
+      SK: transitionSk(ts, seq),
+      GSI1PK: transitionGsiPk(isoDate(new Date(ts)), shard),
+      GSI1SK: eventGsiSk(ts, artifactId),
+    }),
     fields: { ...rest, ...(reason === undefined ? {} : { reason }) },
   };
 }

@@ -6,14 +6,16 @@
  */
 import type { ContentStore } from '../content/content-store.ts';
 import { cond, type TransactOp } from '../store/item-store.ts';
+import type { Layout } from '../system/layout.ts';
 import { contentRootId, observationKey } from './model.ts';
 
-export function publishChecks(content: ContentStore, keys: readonly string[]): TransactOp[] {
+/** One check per published key, on its observation in the installation's observation shard of that key. */
+export function publishChecks(content: ContentStore, keys: readonly string[], layout: Layout): TransactOp[] {
   if (keys.length === 0) return [];
   const root = contentRootId(content.location);
   return [...new Set(keys)].map((key) => ({
     op: 'check' as const,
-    key: observationKey(root, key),
+    key: observationKey(root, key, layout.index_shards),
     condition: cond.or(cond.notExists(), cond.eq('state', 'GRACE')),
   }));
 }

@@ -5,7 +5,7 @@
 import { canonicalDigest } from '../core/canonical-json.ts';
 import { DAY_MS } from '../core/clock.ts';
 import { type Digest, sha256 } from '../core/digest.ts';
-import { observationSk, retentionPk } from '../core/keys.ts';
+import { observationPk, observationSk } from '../core/keys.ts';
 import type { Principal } from '../lifecycle/model.ts';
 
 export const GRACE_MS = 7 * DAY_MS;
@@ -41,8 +41,17 @@ export function contentRootId(location: string): string {
   return sha256(location).slice('sha256:'.length, 'sha256:'.length + 16);
 }
 
-export function observationKey(rootId: string, objectKey: string) {
-  return { PK: retentionPk(rootId), SK: observationSk(objectKey) };
+/**
+ * Where the observation of `objectKey` lives: RET#{root}, or its index shard RET#{root}#{s} (keys.ts
+ * observationPk) under the installation's `indexShards` (ctx.layout.index_shards; 1: unsharded).
+ */
+export function observationKey(rootId: string, objectKey: string, indexShards = 1) {
+  return { PK: observationPk(rootId, objectKey, indexShards), SK: observationSk(objectKey) };
+}
+
+/** An observation read from the table: its own key (whichever shard it is in). */
+export function keyOfObservation(o: Pick<Observation, 'PK' | 'SK'>) {
+  return { PK: o.PK, SK: o.SK };
 }
 
 export type PlanCandidate = Pick<Observation, 'key' | 'digest' | 'size' | 'state' | 'first_observed_at' | 'quarantined_at'>;

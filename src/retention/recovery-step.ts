@@ -11,7 +11,7 @@ import { IntegrityError } from '../core/errors.ts';
 import { cond } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import type { MaintenanceHandle } from '../system/fence.ts';
-import { contentRootId, observationKey } from './model.ts';
+import { keyOfObservation } from './model.ts';
 import { normalisePins, recordedPins, storedDigest, unlinkUnpinned } from './purge.ts';
 import { scanReferences } from './references.ts';
 import { ArtifactRetention } from './retention.ts';
@@ -26,16 +26,15 @@ export async function recoverPreparedPurges(
   m: MaintenanceHandle,
   opts: PurgeRecoveryOptions = {},
 ): Promise<Record<string, unknown>> {
-  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock }).observations();
+  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock, layout: ctx.layout }).observations();
   const prepared = [...observations.values()].filter((o) => o.state === 'PREPARED');
   if (prepared.length === 0) return { prepared: 0 };
   const pins = normalisePins(recordedPins(prepared), opts.pins);
   const pinned = new Set(pins);
   const scan = await scanReferences(ctx, { pins });
-  const root = contentRootId(ctx.content.location);
   const done = { prepared: prepared.length, pins: pins.length, purged: [] as string[], cancelled: [] as string[], kept: [] as string[] };
   for (const o of prepared) {
-    const key = observationKey(root, o.key);
+    const key = keyOfObservation(o);
     const present = scan.objects.has(o.key);
     const why = scan.referenced.get(o.key) ?? (!present ? scan.digests.get(o.digest) : undefined);
     if (why && !present) {

@@ -25,7 +25,7 @@ export async function retentionPlan(
   ctx: ServiceContext,
   pins: string[] = [],
 ): Promise<{ rows: PlanRow[]; totals: Record<string, number>; scan: unknown }> {
-  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock }).observations();
+  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock, layout: ctx.layout }).observations();
   const scan = await scanReferences(ctx, { pins });
   const now = ctx.clock.now().getTime();
   const rows: PlanRow[] = [];
@@ -66,7 +66,7 @@ export async function explainRetention(ctx: ServiceContext, subject: string, pin
   const scan = await scanReferences(ctx, { pins });
   const keys = isDigest(subject) ? [...scan.objects.values()].filter((o) => o.digest === subject).map((o) => o.key) : [subject];
   const digestReason = isDigest(subject) ? scan.digests.get(subject) : undefined;
-  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock }).observations();
+  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock, layout: ctx.layout }).observations();
   const objects = keys.map((key) => {
     const why = scan.referenced.get(key);
     const o = observations.get(key);
@@ -93,7 +93,7 @@ export async function explainRetention(ctx: ServiceContext, subject: string, pin
 
 export async function retentionStatus(ctx: ServiceContext): Promise<Record<string, unknown>> {
   const root = contentRootId(ctx.content.location);
-  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock }).observations();
+  const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock, layout: ctx.layout }).observations();
   const byState: Record<string, { count: number; bytes: number }> = {};
   for (const o of observations.values()) {
     const s = (byState[o.state] ??= { count: 0, bytes: 0 });

@@ -14,15 +14,18 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, IntegrityError, InvalidInput, NotFound, RestoreHeld } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { OBSERVATION_SK_PREFIX, retentionPk, retentionRunSk } from '../core/keys.ts';
-import { cond, type ItemStore, queryAll, type TransactOp } from '../store/item-store.ts';
+import { OBSERVATION_SK_PREFIX, observationPartitions, retentionPk, retentionRunSk } from '../core/keys.ts';
+import { cond, type ItemStore, type TransactOp } from '../store/item-store.ts';
+import { queryAllMerged } from '../store/merge-query.ts';
 import { createContext, type ServiceContext } from '../system/context.ts';
-import { readInstallation } from '../system/installation.ts';
+import { readInstallation, readLayout } from '../system/installation.ts';
+import { type Layout, UNSHARDED } from '../system/layout.ts';
 import { assertEpochAndNoHold, isRestoreHeld } from '../system/state.ts';
 import {
   contentRootId,
   DEFAULT_MAX_ARTIFACTS,
   GRACE_MS,
+  keyOfObservation,
   MAX_ARTIFACTS,
   type Observation,
   observationKey,
@@ -69,9 +72,23 @@ const BATCH = 80;
 
 export class ArtifactRetention {
   private readonly ctx: ServiceContext;
+  private layoutKnown: boolean;
 
-  constructor(items: ItemStore, content: ContentStore, opts: { clock?: Clock } = {}) {
-    this.ctx = createContext({ items, content, clock: opts.clock ?? systemClock });
+  /**
+   * `layout`: the installation's (ctx.layout); without it the installation record's is read before the
+   * first observation is (its observation keys depend on index_shards).
+   */
+  constructor(items: ItemStore, content: ContentStore, opts: { clock?: Clock; layout?: Layout } = {}) {
+    this.ctx = createContext({ items, content, clock: opts.clock ?? systemClock, layout: { ...(opts.layout ?? UNSHARDED) } });
+    this.layoutKnown = opts.layout !== undefined;
+  }
+
+  private async layout(): Promise<Layout> {
+    if (!this.layoutKnown) {
+      this.ctx.layout = (await readLayout(this.ctx.items)) ?? { ...UNSHARDED };
+      this.layoutKnown = true;
+    }
+    return this.ctx.layout;
   }
 
   async run(epoch: number, action: RetentionAction, host: RetentionHost, opts: { maxArtifacts?: number } = {}): Promise<RetentionResult> {
@@ -91,8 +108,9 @@ export class ArtifactRetention {
 
   /** Observations of the current content root, by object key. */
   async observations(): Promise<Map<string, Observation>> {
-    const pk = retentionPk(contentRootId(this.ctx.content.location));
-    const items = await queryAll(this.ctx.items, { pk, sk: { beginsWith: OBSERVATION_SK_PREFIX }, consistent: true });
+    // Every observation shard of the root (one partition, RET#{root}, when unsharded).
+    const pks = observationPartitions(contentRootId(this.ctx.content.location), (await this.layout()).index_shards);
+    const items = await queryAllMerged(this.ctx.items, { pks, sk: { beginsWith: OBSERVATION_SK_PREFIX }, consistent: true });
     return new Map((items as Observation[]).map((o) => [o.key, o]));
   }
 
@@ -127,7 +145,7 @@ export class ArtifactRetention {
     };
 
     // 1. Bring observations up to date with what the scan found.
-    const { ops, current } = updateObservations(root, observed, scan, at, result);
+    const { ops, current } = updateObservations({ root, shards: ctx.layout.index_shards }, observed, scan, at, result);
     for (let i = 0; i < ops.length; i += BATCH) await m.commit(ops.slice(i, i + BATCH));
 
     // 2. The plan.
@@ -149,10 +167,10 @@ export class ArtifactRetention {
 
     // 4. Act.
     if (action === 'QUARANTINE') {
-      await quarantine(m, root, chosen, { at, digest, approved });
+      await quarantine(m, chosen, { at, digest, approved });
       result.quarantined = chosen.map((o) => o.key);
     } else {
-      for (const o of chosen) await this.purgeOne(m, root, o, digest, approved, pins, result);
+      for (const o of chosen) await this.purgeOne(m, o, digest, approved, pins, result);
     }
     await this.journal(m, root, action, digest, epoch, approved, {
       status: 'DONE',
@@ -166,14 +184,13 @@ export class ArtifactRetention {
   /** PREPARED (with the pins in force) before touching bytes; verify the digest; delete durably; then PURGED. */
   private async purgeOne(
     m: MaintenanceCommitter,
-    root: string,
     o: Observation,
     planDigest: string,
     approval: RetentionApproval,
     pins: string[],
     result: RetentionResult,
   ) {
-    const key = observationKey(root, o.key);
+    const key = keyOfObservation(o);
     const at = () => this.ctx.clock.now().toISOString();
     const actual = await storedDigest(this.ctx.content, o.key);
     if (actual === undefined && o.state !== 'PREPARED') {
@@ -265,7 +282,7 @@ export class ArtifactRetention {
  * An interrupted or finished purge whose digest is referenced again fails closed (IntegrityError).
  */
 function updateObservations(
-  root: string,
+  { root, shards }: { root: string; shards: number },
   observed: Map<string, Observation>,
   scan: ReferenceScan,
   at: string,
@@ -274,7 +291,7 @@ function updateObservations(
   const ops: TransactOp[] = [];
   const current = new Map<string, Observation>();
   for (const o of observed.values()) {
-    const key = observationKey(root, o.key);
+    const key = keyOfObservation(o);
     const present = scan.objects.get(o.key);
     // An interrupted purge's bytes may be gone: a reference to its digest counts as one to it.
     const why = scan.referenced.get(o.key) ?? (o.state === 'PREPARED' && !present ? scan.digests.get(o.digest) : undefined);
@@ -306,13 +323,13 @@ function updateObservations(
       result.reset.push(o.key);
     } else current.set(o.key, o);
   }
-  startGrace(root, scan, at, ops, current, result);
+  startGrace({ root, shards }, scan, at, ops, current, result);
   return { ops, current };
 }
 
 /** A first observation, or a digest republished after its purge: a new 7-day grace period. */
 function startGrace(
-  root: string,
+  { root, shards }: { root: string; shards: number },
   scan: ReferenceScan,
   at: string,
   ops: TransactOp[],
@@ -323,7 +340,7 @@ function startGrace(
     const prior = current.get(c.key);
     if (!c.digest || (prior && prior.state !== 'PURGED')) continue;
     const item: Observation = {
-      ...observationKey(root, c.key),
+      ...observationKey(root, c.key, shards),
       type: 'retention_observation',
       key: c.key,
       digest: c.digest,
@@ -393,13 +410,12 @@ function planOf(
 /** GRACE → QUARANTINED for every chosen observation, under the approval, in batches. */
 async function quarantine(
   m: MaintenanceCommitter,
-  root: string,
   chosen: Observation[],
   { at, digest, approved }: { at: string; digest: string; approved: RetentionApproval },
 ): Promise<void> {
   const q: TransactOp[] = chosen.map((o) => ({
     op: 'update',
-    key: observationKey(root, o.key),
+    key: keyOfObservation(o),
     update: {
       set: {
         state: 'QUARANTINED',
