@@ -22,10 +22,12 @@ import { artifactPk } from '../../src/core/keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { executionView, listExecutions, readExecution } from '../../src/lifecycle/executions.ts';
 import type { Item, ItemStore } from '../../src/store/item-store.ts';
+import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
 import { initInstallation } from '../../src/system/installation.ts';
 import { moveExecutionRecords } from '../../src/system/migrations/execution-keys.ts';
 import { checkSchema, readSchemaVersion } from '../../src/system/schema.ts';
+import { alpJson } from '../helpers/cli.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
 import { legacySk, MOVED, scanAll, toSchema1 } from '../helpers/schema1.ts';
@@ -218,4 +220,37 @@ migrationSuite('sqlite', async () => {
 migrationSuite('dynamodb', async () => {
   const inst = await distributedInstallation();
   return { ctx: inst.ctx, source: inst.metadataUrl, env: inst.env, close: () => inst.close() };
+});
+
+test('the CLI opens a schema-1 installation, migrates it, and `alp exec show`, `alp history`, `alp audit verify` read the same', async () => {
+  const ctx = await embeddedContext();
+  await initInstallation(ctx);
+  const walked = await walkEveryState(ctx);
+  const ids = [walked.id, ...walked.compensations];
+  await toSchema1(ctx);
+  const runs = (await Promise.all(ids.map((id) => listExecutions(ctx, id)))).flat();
+  assert.ok(runs.length >= 3);
+  // What the schema-1 installation reads through the services the CLI calls (JSON as printed).
+  const shown = JSON.parse(JSON.stringify(runs.map(executionView)));
+  const histories = JSON.parse(JSON.stringify(await Promise.all(ids.map((id) => history(ctx, id)))));
+  await ctx.items.close();
+  const data = ['--data', ctx.dir];
+  // The first command opens (and migrates) it; every later one finds schema 2.
+  const cliShown = [];
+  for (const r of runs) cliShown.push(await alpJson(['exec', 'show', r.run_id, ...data]));
+  assert.deepEqual(cliShown, shown);
+  const cliHistories = [];
+  for (const id of ids) cliHistories.push(await alpJson<{ entries: unknown[] }>(['history', id, ...data]));
+  assert.deepEqual(
+    cliHistories.map((h) => h.entries),
+    histories,
+  );
+  assert.equal((await alpJson<{ ok: boolean }>(['audit', 'verify', ...data])).ok, true);
+  const items = new SqliteItemStore(ctx.dbPath);
+  try {
+    assert.equal(await readSchemaVersion(items, 'installation'), 2);
+    assert.equal((await scanAll(items)).filter((i) => MOVED.includes(i.type as string) && i.SK.startsWith('EXEC#')).length, 0);
+  } finally {
+    await items.close();
+  }
 });
