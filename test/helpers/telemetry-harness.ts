@@ -6,9 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { isAuditType } from '../../src/audit/chain.ts';
-import { TELQ_PK } from '../../src/core/keys.ts';
+import { TELQ_PK, telqShardPk } from '../../src/core/keys.ts';
 import { type Item, type ItemStore, queryAll, type TransactOp } from '../../src/store/item-store.ts';
 import { epochKey, restoreHoldKey } from '../../src/system/state.ts';
+import { COUNTER_NAMES } from '../../src/telemetry/shards.ts';
 import { allItems } from './items.ts';
 
 export interface QueueContents {
@@ -19,9 +20,27 @@ export interface QueueContents {
   batches: Item[];
 }
 
-/** `pk`: one telemetry shard's partition (src/telemetry/shards.ts); TELQ#outbox when unsharded. */
-export async function queueContents(items: ItemStore, pk = TELQ_PK): Promise<QueueContents> {
-  const all = await queryAll(items, { pk, consistent: true });
+/**
+ * `pk`: one telemetry shard's partition (src/telemetry/shards.ts). Without it, the whole outbox: with
+ * shards, every shard's items merged, `state` the root with the shards' counters summed.
+ */
+export async function queueContents(items: ItemStore, pk?: string): Promise<QueueContents> {
+  if (pk === undefined) {
+    const root = await items.get({ PK: TELQ_PK, SK: 'STATE' }, { consistent: true });
+    const n = typeof root?.shards === 'number' ? root.shards : 1;
+    if (root && n > 1) {
+      const parts = await Promise.all(Array.from({ length: n }, (_, s) => queueContents(items, telqShardPk(s, n))));
+      const state: Item = { ...root };
+      for (const c of COUNTER_NAMES) state[c] = parts.reduce((t, q) => t + ((q.state[c] as number | undefined) ?? 0), 0);
+      return {
+        state,
+        ids: parts.flatMap((q) => q.ids),
+        records: parts.flatMap((q) => q.records),
+        batches: parts.flatMap((q) => q.batches),
+      };
+    }
+  }
+  const all = await queryAll(items, { pk: pk ?? TELQ_PK, consistent: true });
   const state = all.find((i) => i.SK === 'STATE');
   assert.ok(state, 'the queue state item exists');
   return {
@@ -37,7 +56,7 @@ export async function queueContents(items: ItemStore, pk = TELQ_PK): Promise<Que
  * custom or leased record pointing at it; live bytes are the payload bytes; everything accepted is
  * delivered, exhausted or live.
  */
-export async function assertCountersMatchItems(items: ItemStore, pk = TELQ_PK): Promise<QueueContents> {
+export async function assertCountersMatchItems(items: ItemStore, pk?: string): Promise<QueueContents> {
   const q = await queueContents(items, pk);
   const s = q.state;
   // Custom records have an identity item from enqueue on, audit records from their first lease.

@@ -18,9 +18,11 @@ import { propose, withdraw } from '../../src/lifecycle/transitions.ts';
 import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import type { ItemStore, TransactOp } from '../../src/store/item-store.ts';
+import { UNSHARDED } from '../../src/system/layout.ts';
 import { DEFAULT_TELEMETRY_LIMITS, type TelemetryLimits } from '../../src/telemetry/limits.ts';
 import { registerTelemetryMetrics, telemetryCounters, telemetryMetricsCollector } from '../../src/telemetry/metrics.ts';
 import { type ClaimedRecord, TelemetryQueue } from '../../src/telemetry/queue.ts';
+import { recordShard, share } from '../../src/telemetry/shards.ts';
 import { assertCountersMatchItems, auditItems, hooked, queueContents, setEpoch, setRestoreHold } from '../helpers/telemetry-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, walkEveryState } from '../helpers/walk.ts';
@@ -33,6 +35,16 @@ export interface TelemetryHarness {
   runs: number;
   /** Whether to walk every lifecycle state (slow engines may skip the long walk's second half). */
   fullWalk: boolean;
+  /** The installation's telemetry_shards (default 1: the unsharded outbox). */
+  shards?: number;
+}
+
+/** Sharded: what the shards admit of 4 audit events per artifact, each shard up to its share. */
+async function admittedPerShard(queue: TelemetryQueue, ids: string[], eventsEach: number): Promise<number> {
+  const { limits, shards } = await queue.openLayout();
+  const events = new Map<number, number>();
+  for (const id of ids) events.set(recordShard(`${id}:1`, shards), (events.get(recordShard(`${id}:1`, shards)) ?? 0) + eventsEach);
+  return [...events].reduce((n, [s, e]) => n + Math.min(share(limits.maxRecords, s, shards), e), 0);
 }
 
 interface Installation {
@@ -46,11 +58,15 @@ const T0 = '2026-03-01T12:00:00.000Z';
 const OWNER = 'host-exporter';
 
 export function telemetrySuite(h: TelemetryHarness): void {
+  // With shards, capacity is per shard (shards.ts) and claim order is oldest first per shard, the
+  // shards taken round-robin: the few assertions that depend on one pool or one order say so.
+  const sharded = (h.shards ?? 1) > 1;
   async function install(limits?: Partial<TelemetryLimits>): Promise<Installation> {
     const { items: raw, content } = await h.open();
     const hook = hooked(raw);
     const clock = new ManualClock(T0);
-    const ctx = createContext({ items: hook.store, content, clock }) as ServiceContext & { clock: ManualClock };
+    const layout = { ...UNSHARDED, telemetry_shards: h.shards ?? 1 };
+    const ctx = createContext({ items: hook.store, content, clock, layout }) as ServiceContext & { clock: ManualClock };
     const queue = await attachAuditSinks(ctx, limits ? { limits } : {});
     await queue.open();
     return { ctx, queue, items: hook.store, hook };
@@ -237,7 +253,9 @@ export function telemetrySuite(h: TelemetryHarness): void {
         await withdraw(inst.ctx, agent, id, 1); // the queue is full: dropped, committed
         await propose(inst.ctx, agent, id, 1);
         const s = await inst.queue.status();
-        assert.deepEqual([s.accepted, s.dropped, s.live_records], [2, 2, 2]);
+        // Sharded: 2 records over 2 effective shards, the artifact's shard holds 1.
+        const room = sharded ? 1 : 2;
+        assert.deepEqual([s.accepted, s.dropped, s.live_records], [room, 4 - room, room]);
         const audit = await auditItems(inst.items);
         assert.equal(audit.size, 4, 'every audit write committed');
         assert.equal((await verifyArtifactAudit(inst.ctx, id)).ok, true);
@@ -246,7 +264,7 @@ export function telemetrySuite(h: TelemetryHarness): void {
         assert.equal(missing.length, s.dropped, 'every audit item without a record was counted as dropped');
         await assertCountersMatchItems(inst.items);
         // A reopened queue reads the same persisted counter.
-        assert.equal((await new TelemetryQueue(inst.items).status()).dropped, 2);
+        assert.equal((await new TelemetryQueue(inst.items).status()).dropped, 4 - room);
       });
 
       it('Queue overflow by bytes: the byte limit bounds logical payload capacity (the canonical payload bytes), and the overflowing write still commits', async () => {
@@ -278,7 +296,7 @@ export function telemetrySuite(h: TelemetryHarness): void {
         const audit = await auditItems(inst.items);
         assert.equal(audit.size, 16);
         assert.equal(s.accepted + s.dropped, audit.size);
-        assert.equal(s.accepted, 5);
+        assert.equal(s.accepted, sharded ? await admittedPerShard(inst.queue, ids, 4) : 5);
         for (const id of ids) assert.equal((await verifyArtifactAudit(inst.ctx, id)).ok, true);
         await assertCountersMatchItems(inst.items);
       });
@@ -346,7 +364,11 @@ export function telemetrySuite(h: TelemetryHarness): void {
       assert.match(text, /# TYPE alp_telemetry_live_records gauge/);
       const reads = inst.hook.calls.length;
       await registry.metrics();
-      assert.equal(inst.hook.calls.length - reads, 1, 'one read per scrape');
+      assert.equal(
+        inst.hook.calls.length - reads,
+        sharded ? 2 : 1,
+        'one read per scrape (sharded: the root, then the shards in one batchGet)',
+      );
       const viaServerHook = new Registry();
       telemetryMetricsCollector(viaServerHook, inst.ctx);
       assert.match(await viaServerHook.metrics(), /^alp_telemetry_dropped_total 1$/m);
@@ -356,13 +378,15 @@ export function telemetrySuite(h: TelemetryHarness): void {
       const inst = await install();
       const ids = await custom(inst, 5);
       const batch = await inst.queue.claim(1, OWNER, inst.ctx.clock.now(), { maxRecords: 3, maxBytes: 1024 * 1024, leaseMs: 30_000 });
+      const firstIds = sharded ? batch.map((r) => r.id) : ids.slice(0, 3);
       assert.deepEqual(
         batch.map((r) => r.id),
-        ids.slice(0, 3),
+        firstIds,
       );
+      assert.equal(new Set(firstIds).size, 3);
       assert.deepEqual(
         batch.map((r) => r.payload),
-        [{ n: 1 }, { n: 2 }, { n: 3 }],
+        firstIds.map((id) => ({ n: ids.indexOf(id) + 1 })),
       );
       assert.equal(new Set(batch.map((r) => r.leaseToken)).size, 3, 'a token per record');
       for (const r of batch) {
@@ -377,8 +401,8 @@ export function telemetrySuite(h: TelemetryHarness): void {
       }
       const next = await inst.queue.claim(1, OWNER, inst.ctx.clock.now(), { maxRecords: 10 });
       assert.deepEqual(
-        next.map((r) => r.id),
-        ids.slice(3),
+        sharded ? next.map((r) => r.id).sort() : next.map((r) => r.id),
+        ids.filter((id) => !firstIds.includes(id)),
         'leased records are not available; delivered ones are gone',
       );
       const s = await inst.queue.counters();
@@ -398,7 +422,8 @@ export function telemetrySuite(h: TelemetryHarness): void {
       for (const c of reads) {
         assert.equal(c.method, 'query');
         const q = c.arg as { pk: string; index?: string; consistent?: boolean };
-        assert.equal(q.pk, TELQ_PK);
+        if (sharded) assert.ok(q.pk.startsWith(`${TELQ_PK}#`), q.pk);
+        else assert.equal(q.pk, TELQ_PK);
         assert.equal(q.index, undefined);
         assert.equal(q.consistent, true);
       }
@@ -551,7 +576,7 @@ export function telemetrySuite(h: TelemetryHarness): void {
       await assert.rejects(inst.queue.claim(1, 'old-worker', inst.ctx.clock.now()), StaleEpoch);
       const taken = await inst.queue.claim(2, 'new-worker', inst.ctx.clock.now(), { leaseMs: 1000 });
       assert.deepEqual(
-        taken.map((r) => [r.id, r.attempts]),
+        sharded ? taken.map((r) => [r.id, r.attempts]).sort() : taken.map((r) => [r.id, r.attempts]),
         [
           ['r1', 2],
           ['r2', 2],
