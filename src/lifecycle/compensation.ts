@@ -15,7 +15,7 @@ import { fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
 import { type ContentInput, nameItem, prepareNewArtifact } from './artifacts.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
-import { instanceOf, leaseOp, ownerDead, ownerTag, whileLeased } from './instance.ts';
+import { ensureLease, instanceOf, ownerDead, ownerTag, whileLeased } from './instance.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, planMove } from './moves.ts';
 import { validateVersionNumber } from './validation.ts';
@@ -64,6 +64,7 @@ export async function compensate(
     ctx.items
       .update(versionKey, { remove: [...ROLLBACK_RESERVATION] }, { condition: cond.eq('rollback_upload_at', stamp) })
       .catch(() => {});
+  await ensureLease(ctx);
   try {
     await ctx.items.transactWrite([
       {
@@ -76,7 +77,6 @@ export async function compensate(
         ),
       },
       fenceCheck(ctx, { kind: 'artifacts', ids: [artifactId] }),
-      leaseOp(ctx),
     ]);
   } catch (e) {
     if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();

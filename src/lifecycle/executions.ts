@@ -32,7 +32,7 @@ import { assertNotFenced, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
-import { instanceOf, leaseOp, localVerdict, ownerDead, ownerTag, parseOwner, processInstance, whileLeased } from './instance.ts';
+import { ensureLease, instanceOf, localVerdict, ownerDead, ownerTag, parseOwner, processInstance, whileLeased } from './instance.ts';
 import type { HeadItem, Principal } from './model.ts';
 import { merge, planMove } from './moves.ts';
 import { validateVersionNumber } from './validation.ts';
@@ -152,9 +152,10 @@ export async function uploadOutput(
       () => {},
       () => {},
     );
+  // The owner's lease is valid for a while before the reservation names it (instance.ts ensureLease).
+  await ensureLease(ctx);
   try {
-    // The reservation is a write of a publisher: fenced like every other one. The owner's lease is
-    // written with it (instance.ts).
+    // The reservation is a write of a publisher: fenced like every other one.
     await ctx.items.transactWrite([
       {
         op: 'update',
@@ -163,7 +164,6 @@ export async function uploadOutput(
         condition: cond.and(cond.eq('status', 'RUNNING'), existing ? cond.eq(reservation, existing) : cond.attrNotExists(reservation)),
       },
       fenceCheck(ctx, { kind: 'artifacts', ids: [exec.artifact_id] }),
-      leaseOp(ctx),
     ]);
   } catch (e) {
     if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();

@@ -17,7 +17,7 @@ import { isoTimestamp } from '../core/clock.ts';
 import { randomToken } from '../core/ids.ts';
 import { instanceLeaseKey } from '../core/keys.ts';
 import { processAlive } from '../core/process.ts';
-import type { Item, TransactOp } from '../store/item-store.ts';
+import type { Item } from '../store/item-store.ts';
 import type { ProcessInstance, ServiceContext } from '../system/context.ts';
 
 export type { ProcessInstance } from '../system/context.ts';
@@ -77,15 +77,36 @@ function leaseItem(ctx: ServiceContext): Item {
   };
 }
 
-/** The put of this instance's lease, valid LEASE_MS from now: part of every reservation's transaction. */
-export function leaseOp(ctx: ServiceContext): TransactOp {
-  return { op: 'put', item: leaseItem(ctx) };
+/** When this process last wrote each instance's lease, per store: the lease is valid LEASE_MS from then. */
+const written = new WeakMap<object, Map<string, number>>();
+
+/**
+ * Makes sure this instance's lease is valid for at least half of LEASE_MS before a reservation is
+ * committed: one put when it is older than that, none otherwise. A separate write, not part of the
+ * reservation's transaction: in one, every reservation a node makes would write the node's one lease
+ * item, so concurrent uploads of different artifacts on a node would share (and, on DynamoDB, cancel
+ * each other on) one item. A reservation therefore never exists with an owner whose lease has less
+ * than LEASE_MS / 2 left, and whileLeased keeps it fresh while the upload streams.
+ */
+export async function ensureLease(ctx: ServiceContext): Promise<void> {
+  const me = instanceOf(ctx);
+  const now = ctx.clock.now().getTime();
+  let byId = written.get(ctx.items);
+  if (!byId) written.set(ctx.items, (byId = new Map()));
+  const last = byId.get(me.id);
+  if (last !== undefined && last <= now && now - last < LEASE_MS / 2) return;
+  await ctx.items.put(leaseItem(ctx));
+  byId.set(me.id, now);
 }
 
 /** Keeps this instance's lease fresh while `work` runs (an upload streaming for longer than LEASE_MS). */
 export async function whileLeased<T>(ctx: ServiceContext, work: () => Promise<T>): Promise<T> {
   const timer = setInterval(() => {
-    ctx.items.put(leaseItem(ctx)).catch(() => {});
+    const at = ctx.clock.now().getTime();
+    ctx.items
+      .put(leaseItem(ctx))
+      .then(() => written.get(ctx.items)?.set(instanceOf(ctx).id, at))
+      .catch(() => {});
   }, LEASE_REFRESH_MS);
   timer.unref();
   try {
