@@ -164,8 +164,11 @@ export interface ItemStore {
 
   /** undefined when the item is absent. */
   get(key: ItemKey, opts?: { consistent?: boolean }): Promise<Item | undefined>;
-  /** Missing keys are left out; order follows `keys`. */
-  batchGet(keys: ItemKey[]): Promise<Item[]>;
+  /**
+   * Missing keys are left out; order follows `keys`. Strongly consistent unless `consistent: false`
+   * (DynamoDB: half the read units; for listings, never for rules).
+   */
+  batchGet(keys: ItemKey[], opts?: { consistent?: boolean }): Promise<Item[]>;
   /** ConditionFailed when `opts.condition` does not hold (nothing written). */
   put(item: Item, opts?: WriteOptions): Promise<void>;
   /**

@@ -499,6 +499,18 @@ export function itemStoreConformance(h: ItemStoreHarness): void {
         got.map((i) => i.i),
         [10, 2],
       );
+      // An eventually consistent batchGet (listings) answers the same items in the same order.
+      const eventual = await store.batchGet(
+        [
+          { PK: n, SK: 'k149' },
+          { PK: n, SK: 'k000' },
+        ],
+        { consistent: false },
+      );
+      assert.deepEqual(
+        eventual.map((i) => i.i),
+        [149, 0],
+      );
       assert.equal((await queryAll(store, { pk: n, limit: 40 })).items.length, 150);
     });
 

@@ -445,8 +445,9 @@ export class DynamoItemStore implements ItemStore {
     return { pointInTime: false, scan: (o) => this.scan(o), close: async () => {} };
   }
 
-  async batchGet(keys: ItemKey[]): Promise<Item[]> {
+  async batchGet(keys: ItemKey[], opts: { consistent?: boolean } = {}): Promise<Item[]> {
     keys.forEach(validateKey);
+    const consistent = opts.consistent !== false;
     const unique = new Map<string, ItemKey>();
     for (const k of keys) unique.set(keyId(k), { PK: k.PK, SK: k.SK });
     const found = new Map<string, Item>();
@@ -460,7 +461,7 @@ export class DynamoItemStore implements ItemStore {
           () =>
             this.doc.send(
               new BatchGetCommand({
-                RequestItems: { [this.table]: { Keys: request, ConsistentRead: true } },
+                RequestItems: { [this.table]: { Keys: request, ConsistentRead: consistent } },
                 ReturnConsumedCapacity: 'TOTAL',
               }),
             ),

@@ -93,7 +93,8 @@ export class SqliteItemStore implements ItemStore {
     return this.run(() => this.read(key));
   }
 
-  async batchGet(keys: ItemKey[]): Promise<Item[]> {
+  /** Always consistent: one SQLite connection sees every committed write. */
+  async batchGet(keys: ItemKey[], _opts?: { consistent?: boolean }): Promise<Item[]> {
     keys.forEach(validateKey);
     return this.run(() => keys.map((k) => this.read(k)).filter((i): i is Item => i !== undefined));
   }
