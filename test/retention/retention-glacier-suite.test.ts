@@ -1,0 +1,38 @@
+/**
+ * The whole seed 004 retention suite (suite.ts) on DynamoDB Local + s3rver behind the GLACIER MODEL
+ * proxy (test/helpers/s3-glacier-proxy.ts: cold GETs answer 403 InvalidObjectState, listings report each
+ * object's own class, copies answer SHA-256 checksums, as real S3 does), so the retention protocol is
+ * shown unchanged under S3's semantics. The GLACIER-specific behaviour is retention-glacier.test.ts.
+ */
+import { after } from 'node:test';
+import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
+import { distributedServers, stopDistributedServers } from '../helpers/distributed.ts';
+import { distributed, type Engine } from '../helpers/retention-harness.ts';
+import { type GlacierProxy, startGlacierProxy } from '../helpers/s3-glacier-proxy.ts';
+import { retentionSuite } from './suite.ts';
+
+let glacier: GlacierProxy | undefined;
+
+const behindGlacierModel: Engine = {
+  name: 'dynamodb + s3 behind the GLACIER model',
+  open: async () => {
+    const inst = await distributed.open();
+    const { s3 } = await distributedServers();
+    glacier ??= await startGlacierProxy(s3);
+    const direct = inst.ctx.content as S3ContentStore;
+    const content = await S3ContentStore.open(
+      { engine: 's3', bucket: s3.bucket, prefix: direct.prefix, region: s3.region, endpoint: glacier.endpoint },
+      { credentials: s3.credentials },
+    );
+    // Same bucket and prefix: the same content root identity.
+    Object.defineProperty(content, 'location', { value: direct.location });
+    Object.assign(inst.ctx, { content });
+    return inst;
+  },
+};
+
+retentionSuite(behindGlacierModel);
+after(async () => {
+  await glacier?.stop();
+  await stopDistributedServers();
+});
