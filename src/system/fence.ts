@@ -56,12 +56,8 @@ export const fenceKey = { PK: SYS_PK, SK: FENCE_SK };
 /**
  * The check operation every publisher's transaction carries: it holds only while the one fence shard
  * guarding `scope` is not held (the master FENCE item when the layout has one shard).
- *
- * Transitional form `fenceCheck(scope?)` (no context, so no layout): checks the master, which is held
- * whenever any shard is (taken first, released last) — as safe, but not spread. Callers pass `ctx`.
  */
-export function fenceCheck(ctx?: Pick<FenceDeps, 'layout'> | FenceScope, scope: FenceScope = INSTALLATION_SCOPE): TransactOp {
-  if (ctx === undefined || 'kind' in ctx) return { op: 'check', key: fenceKey, condition: cond.attrNotExists('holder') };
+export function fenceCheck(ctx: Pick<FenceDeps, 'layout'>, scope: FenceScope = INSTALLATION_SCOPE): TransactOp {
   return { op: 'check', key: shardKeyFor(scope, shardCount(ctx.layout)), condition: cond.attrNotExists('holder') };
 }
 
