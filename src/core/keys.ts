@@ -19,8 +19,12 @@ export const artifactPk = (artifactId: string) => `ART#${artifactId}`;
 export const versionSk = (version: number) => `V#${pad(version, VERSION_DIGITS)}`;
 export const VERSION_SK_PREFIX = 'V#';
 export const HEAD_SK = 'HEAD';
-/** ART#{id} / ARCHIVE: the journal of a chunked archive (lifecycle/archive.ts; docs/data-model.md "Archive journal"). */
-export const ARCHIVE_JOURNAL_SK = 'ARCHIVE';
+/**
+ * ARCHIVE#{id} / JOURNAL: the journal of a chunked archive (lifecycle/archive.ts; docs/data-model.md
+ * "Archive journal"), in a partition of its own: every row of ART#{id} but the HEAD is vouched for by
+ * the audit chain, and the journal is bookkeeping the chain does not hash.
+ */
+export const archiveJournalKey = (artifactId: string) => ({ PK: `ARCHIVE#${artifactId}`, SK: 'JOURNAL' });
 
 // Write-sharded GSI1 keys (docs/data-model.md "Write-sharded index keys"). `shard` is an index shard
 // suffix (indexShard): '' with index_shards = 1, so every builder gives the RFC-012 §9.1 value exactly;

@@ -26,7 +26,7 @@
  */
 import { AUDIT_RESERVED_OPS, type AuditPlan, type Heads, readHead, runAudited } from '../audit/chain.ts';
 import { Conflict } from '../core/errors.ts';
-import { ARCHIVE_JOURNAL_SK, artifactPk } from '../core/keys.ts';
+import { archiveJournalKey } from '../core/keys.ts';
 import { forEachLimited } from '../core/limit.ts';
 import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
@@ -62,7 +62,7 @@ export interface ArchiveJournal extends Item {
   updated_at: string;
 }
 
-const journalKey = (artifactId: string) => ({ PK: artifactPk(artifactId), SK: ARCHIVE_JOURNAL_SK });
+const journalKey = archiveJournalKey;
 
 export async function readArchiveJournal(ctx: ServiceContext, artifactId: string): Promise<ArchiveJournal | undefined> {
   return (await ctx.items.get(journalKey(artifactId), { consistent: true })) as ArchiveJournal | undefined;
