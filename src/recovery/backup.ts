@@ -27,7 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openContentStore } from '../content/open.ts';
 import type { Digest } from '../core/digest.ts';
-import { ConditionFailed, Conflict, IntegrityError, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
+import { ArchivedCold, ConditionFailed, Conflict, IntegrityError, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { fsyncDir } from '../core/fsync.ts';
 import { newId } from '../core/ids.ts';
 import { forEachLimited } from '../core/limit.ts';
@@ -425,13 +425,14 @@ async function copyContent(
 ): Promise<NonNullable<BackupManifest['content']>> {
   const target = await openContentStore({ engine: 'fs', root: path.join(dir, CONTENT_DIR) });
   const list = objects.filter((o) => !o.mutable);
+  const sameBytes = keysByDigest(list);
   const bar = progress('content', list.length);
   let bytes = 0;
   try {
     await forEachLimited(list, concurrency, async (o) => {
       let stream: Awaited<ReturnType<typeof ctx.content.get>>;
       try {
-        stream = await ctx.content.get(o.key, o.digest, o.size === undefined ? {} : { expectedSize: o.size });
+        stream = await readSameBytes(ctx, o, sameBytes.get(o.digest) ?? []);
       } catch (e) {
         if (e instanceof NotFound)
           throw new IntegrityError(`cannot back up ${o.key}: the object is missing from the content store`, { key: o.key });
@@ -445,6 +446,36 @@ async function copyContent(
     await target.close();
   }
   return { dir: CONTENT_DIR, count: list.length, bytes };
+}
+
+function keysByDigest(objects: readonly BackupObject[]): Map<string, BackupObject[]> {
+  const out = new Map<string, BackupObject[]>();
+  for (const o of objects) out.set(o.digest, [...(out.get(o.digest) ?? []), o]);
+  return out;
+}
+
+/**
+ * A verified read of `o`'s bytes. A cold archive copy (GLACIER: real S3 refuses to read it until it is
+ * restored) is read from another referenced object with the same digest — its original, which archive
+ * leaves in place — since the digest check makes any key with that digest the same bytes. Without one,
+ * ARCHIVED_COLD: restore the copy, then back up again.
+ */
+async function readSameBytes(ctx: ServiceContext, o: BackupObject, same: readonly BackupObject[]) {
+  const opts = o.size === undefined ? {} : { expectedSize: o.size };
+  try {
+    return await ctx.content.get(o.key, o.digest, opts);
+  } catch (e) {
+    if (!(e instanceof ArchivedCold)) throw e;
+    for (const alt of same) {
+      if (alt.key === o.key) continue;
+      try {
+        return await ctx.content.get(alt.key, o.digest, opts);
+      } catch (inner) {
+        if (!(inner instanceof ArchivedCold) && !(inner instanceof NotFound)) throw inner;
+      }
+    }
+    throw e;
+  }
 }
 
 /** The backup registry, newest first (base table: SYS#installation / BACKUP#…). */

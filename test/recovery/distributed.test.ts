@@ -23,6 +23,7 @@ import { initInstallation } from '../../src/system/installation.ts';
 import { isRestoreHeld, readEpoch } from '../../src/system/state.ts';
 import { alpJson } from '../helpers/cli.ts';
 import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamodb-local.ts';
+import { startGlacierProxy } from '../helpers/s3-glacier-proxy.ts';
 import { type S3rverHandle, startS3rver } from '../helpers/s3rver.ts';
 import { bytesOf, tempDir } from '../helpers/tmp.ts';
 import { agent, alice, walkEveryState } from '../helpers/walk.ts';
@@ -30,8 +31,20 @@ import { embeddedAt, tableLines } from './helpers.ts';
 
 let servers: Promise<[DynamoLocal, S3rverHandle]> | undefined;
 const closers: Array<() => Promise<void>> = [];
+/**
+ * DynamoDB Local, and s3rver behind the MODEL of S3's cold classes and copy checksums
+ * (test/helpers/s3-glacier-proxy.ts): archive copies are GLACIER, which real S3 never serves without a
+ * restore, so reconcile checks them by the SHA-256 checksum S3 keeps (s3rver keeps none).
+ */
 const start = () => {
-  servers ??= Promise.all([startDynamoLocal(), startS3rver()]);
+  servers ??= Promise.all([startDynamoLocal(), startS3rver()]).then(async ([dynamo, s3]) => {
+    const glacier = await startGlacierProxy(s3);
+    const stop = async () => {
+      await glacier.stop();
+      await s3.stop();
+    };
+    return [dynamo, { ...s3, endpoint: glacier.endpoint, stop }] as [DynamoLocal, S3rverHandle];
+  });
   return servers;
 };
 after(async () => {
