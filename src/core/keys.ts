@@ -178,11 +178,15 @@ export const RESTORE_ACTIVATION_SK = 'RESTORE_ACTIVATION';
 // into another root starts fresh observations.
 export const retentionPk = (contentRootId: string) => `RET#${contentRootId}`;
 /**
- * An observation's partition: RET#{root}, or RET#{root}#{s} with s = shardOf(object key, index_shards)
- * when index_shards > 1 (every publish condition-checks its objects' observations). Runs stay in RET#{root}.
+ * An observation's partition: RET#{root}, or RET#{root}#{s} when index_shards > 1 (every publish
+ * condition-checks its objects' observations), s = shardOf(the object key's directory, index_shards):
+ * the objects one commit publishes (a version's content and metadata, a run's output) share their
+ * directory, so a publish checks one shard. Runs stay in RET#{root}.
  */
+export const observationShardOf = (objectKey: string, indexShards: number) =>
+  shardOf(objectKey.slice(0, objectKey.lastIndexOf('/') + 1) || objectKey, indexShards);
 export const observationPk = (contentRootId: string, objectKey: string, indexShards: number) =>
-  `RET#${contentRootId}${shardSuffix(shardOf(objectKey, indexShards), indexShards)}`;
+  `RET#${contentRootId}${shardSuffix(observationShardOf(objectKey, indexShards), indexShards)}`;
 /** Every observation partition of a content root (a reader of all observations fans out over them). */
 export const observationPartitions = (contentRootId: string, indexShards: number) =>
   indexPartitions(retentionPk(contentRootId), indexShards);

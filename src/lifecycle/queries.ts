@@ -17,7 +17,7 @@ import {
   transitionGsiPk,
 } from '../core/keys.ts';
 import type { Item } from '../store/item-store.ts';
-import { queryMerged } from '../store/merge-query.ts';
+import { getListed, queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { listArtifacts, parseState } from './artifacts.ts';
 import { validatePrincipalId } from './principals.ts';
@@ -80,12 +80,11 @@ export async function queryIndex(
 async function runsOf(ctx: ServiceContext, page: Item[]): Promise<Item[]> {
   const keyOf = (p: Item) => ({ PK: artifactPk(p.artifact_id as string), SK: executionSk(p.run_id as string) });
   const pointers = page.filter((i) => i.type === 'run_pointer');
-  const found = pointers.length === 0 ? [] : await ctx.items.batchGet(pointers.map(keyOf));
-  const byKey = new Map(found.map((e) => [`${e.PK}\n${e.SK}`, e]));
+  const found = await getListed(ctx.items, pointers.map(keyOf));
+  const byPointer = new Map(pointers.map((p, i) => [p, found[i]]));
   return page.flatMap((i) => {
     if (i.type !== 'run_pointer') return [i];
-    const k = keyOf(i);
-    const exec = byKey.get(`${k.PK}\n${k.SK}`);
+    const exec = byPointer.get(i);
     return exec ? [exec] : [];
   });
 }

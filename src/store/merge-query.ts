@@ -13,7 +13,8 @@
  */
 import { createHash } from 'node:crypto';
 import { InvalidInput } from '../core/errors.ts';
-import { type Item, type ItemStore, MAX_PAGE_LIMIT, type Page, type QueryInput } from './item-store.ts';
+import { forEachLimited } from '../core/limit.ts';
+import { type Item, type ItemKey, type ItemStore, MAX_PAGE_LIMIT, type Page, type QueryInput } from './item-store.ts';
 
 export interface MergedQuery extends Omit<QueryInput, 'pk' | 'cursor'> {
   /** The partitions (shards) of the one logical partition; order does not matter, but must not change between pages. */
@@ -73,6 +74,21 @@ export async function queryAllMerged(items: ItemStore, q: Omit<MergedQuery, 'cur
     out.push(...page.items);
     cursor = page.cursor;
   } while (cursor);
+  return out;
+}
+
+/**
+ * The items a listing page names (an index entry pointing at its item), in `keys` order, missing ones
+ * left out. Eventually consistent reads, like the index the listing came from (half the cost of a strong
+ * read, and no strong read of every listed item by every listing); a miss is read again strongly (the
+ * entry and its item are written in one transaction, so only a stale replica misses it).
+ */
+export async function getListed(items: ItemStore, keys: readonly ItemKey[]): Promise<Array<Item | undefined>> {
+  const out: Array<Item | undefined> = new Array(keys.length);
+  await forEachLimited([...keys.keys()], 16, async (i) => {
+    const key = keys[i] as ItemKey;
+    out[i] = (await items.get(key, { consistent: false })) ?? (await items.get(key, { consistent: true }));
+  });
   return out;
 }
 

@@ -1,14 +1,15 @@
 /**
  * The retention observation partition, write-sharded (issue 16 item 4): with index_shards > 1 an
  * observation lives in RET#{root}#{s}, s = shardOf(object key, index_shards); every publish
- * condition-checks the observation of each key it publishes in that shard, and retention's readers
+ * condition-checks the observation of each key it publishes in that shard (the key's directory decides
+ * the shard, so one version's content and metadata are checked in one), and retention's readers
  * (ArtifactRetention.observations, which reads the layout from the installation record) see every
  * shard. With one shard the partition is RET#{root} exactly. On both profiles.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { Conflict } from '../../src/core/errors.ts';
-import { observationPartitions, retentionPk } from '../../src/core/keys.ts';
+import { observationPartitions, observationShardOf, retentionPk } from '../../src/core/keys.ts';
 import { contentKey } from '../../src/core/object-keys.ts';
 import { shardOf, shardSuffix } from '../../src/core/shard.ts';
 import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
@@ -50,8 +51,9 @@ describe('retention observation keys', () => {
     const keys = Array.from({ length: 40 }, (_, i) => `artifacts/A${i}/v1/f`);
     for (const key of keys) {
       assert.deepEqual(observationKey(root, key, 1), { PK: retentionPk(root), SK: `OBS#${key}` });
-      const pk = `RET#${root}${shardSuffix(shardOf(key, 8), 8)}`;
+      const pk = `RET#${root}${shardSuffix(shardOf(key.slice(0, key.lastIndexOf('/') + 1), 8), 8)}`;
       assert.equal(observationKey(root, key, 8).PK, pk);
+      assert.equal(observationShardOf(key, 8), observationShardOf(key.replace(/f$/, 'metadata.json'), 8));
     }
     assert.deepEqual(observationPartitions(root, 1), [retentionPk(root)]);
     assert.equal(new Set(keys.map((k) => observationKey(root, k, 8).PK)).size > 4, true);
