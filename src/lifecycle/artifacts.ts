@@ -25,10 +25,11 @@ import {
 } from '../core/keys.ts';
 import { contentKey, metadataKey, validateFilename } from '../core/object-keys.ts';
 import { cond, type Item, type TransactOp } from '../store/item-store.ts';
-import { queryMerged } from '../store/merge-query.ts';
+import { getListed, queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
+import { getOriginalOrArchived } from './archived-read.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { isVersionState, VERSION_STATES, type VersionState } from './state-machine.ts';
 import { validateKind, validateLabels, validateName, validateQuorum, validateVersionNumber } from './validation.ts';
@@ -315,8 +316,8 @@ export async function openVersionContent(
   range?: { start?: number; end?: number },
 ): Promise<{ version: VersionItem; stream: Readable }> {
   const v = await resolveVersion(ctx, artifactId, version);
-  const key = (v.archive_key as string | undefined) ?? v.content_key;
-  const stream = await ctx.content.get(key, v.content_hash, { expectedSize: v.size, ...range });
+  const keys = { original: v.content_key, archive: v.archive_key as string | undefined };
+  const stream = await getOriginalOrArchived(ctx.content, keys, v.content_hash, { expectedSize: v.size, ...range });
   return { version: v, stream };
 }
 
@@ -386,7 +387,7 @@ export async function listArtifacts(ctx: ServiceContext, input: ListInput): Prom
 async function listByName(ctx: ServiceContext, name: string, limit: number, cursor: string | undefined) {
   const page = await ctx.items.query({ index: 'GSI1', pk: nameGsiPk(name), descending: true, limit, ...(cursor ? { cursor } : {}) });
   const named = page.items.filter((i) => i.type !== 'head').map((i) => ({ PK: artifactPk(i.artifact_id as string), SK: HEAD_SK }));
-  const heads = new Map((named.length ? await ctx.items.batchGet(named) : []).map((h) => [h.PK, h as HeadItem]));
+  const heads = new Map((await getListed(ctx.items, named)).flatMap((h) => (h ? [[h.PK, h as HeadItem] as const] : [])));
   const items = page.items.flatMap((i) => {
     const head = i.type === 'head' ? (i as HeadItem) : heads.get(artifactPk(i.artifact_id as string));
     return head ? [headView(head)] : [];

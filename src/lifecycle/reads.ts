@@ -12,6 +12,7 @@ import type { Item } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { readInstallation } from '../system/installation.ts';
 import { listApprovals } from './approvals.ts';
+import { getOriginalOrArchived } from './archived-read.ts';
 import { type ExecutionItem, executionView, listExecutions, readExecution, validateOutputName } from './executions.ts';
 import type { ArchivedObject } from './model.ts';
 import { listProvenance, provenanceStepView } from './provenance.ts';
@@ -35,6 +36,8 @@ export interface OutputRef {
   run_id: string;
   name: string;
   key: string;
+  /** Where the output was uploaded (`key` is its archive copy once the artifact is archived). */
+  original_key: string;
   digest: Digest;
   size: number;
 }
@@ -46,7 +49,14 @@ export async function executionOutput(ctx: ServiceContext, runId: string, name: 
   const rec = exec.outputs[output];
   if (!rec) throw new NotFound(`run ${runId} has no ${output}`);
   const archived = (exec.archive_objects as ArchivedObject[] | undefined)?.find((a) => a.original_key === rec.key);
-  return { run_id: runId, name: output, key: archived?.archive_key ?? rec.key, digest: rec.digest as Digest, size: rec.size };
+  return {
+    run_id: runId,
+    name: output,
+    key: archived?.archive_key ?? rec.key,
+    original_key: rec.key,
+    digest: rec.digest as Digest,
+    size: rec.size,
+  };
 }
 
 /** A verified stream of an execution output; fails with IntegrityError if the bytes do not match. */
@@ -57,7 +67,8 @@ export async function openExecutionOutput(
   range?: { start?: number; end?: number },
 ): Promise<{ output: OutputRef; stream: Readable }> {
   const output = await executionOutput(ctx, runId, name);
-  const stream = await ctx.content.get(output.key, output.digest, { expectedSize: output.size, ...range });
+  const keys = { original: output.original_key, archive: output.key === output.original_key ? undefined : output.key };
+  const stream = await getOriginalOrArchived(ctx.content, keys, output.digest, { expectedSize: output.size, ...range });
   return { output, stream };
 }
 

@@ -163,11 +163,22 @@ for (const engine of engines) {
         console.log(`# archive of ${N} versions on ${engine.name}: ${watch.sizes.length} transactions, ${ms} ms`);
         await assert.rejects(archiveArtifact(e.ctx, alice, id), Conflict);
         await assert.rejects(addVersion(e.ctx, agent, id, { filename: 'f', body: bytesOf('late') }), Conflict);
+        // Reads are served from the originals while archive leaves them in place (no cold read).
+        const run = (await listExecutions(e.ctx, id))[0];
+        const runId = run?.run_id as string;
+        const coldBefore = e.coldReads();
+        const first = await openVersionContent(e.ctx, id, 1);
+        first.stream.resume();
+        (await openExecutionOutput(e.ctx, runId, 'stdout.log')).stream.resume();
+        assert.equal(e.coldReads(), coldBefore, 'reads of archived content use the originals while they exist');
         if (e.ctx.content.hasStorageClasses) {
-          // Reads of the cold copies say how to restore them (GLACIER model: 403 InvalidObjectState).
+          // Once the originals are gone, reads of the cold copies say how to restore them (GLACIER model:
+          // 403 InvalidObjectState).
+          await e.ctx.content.delete(first.version.content_key);
           await assert.rejects(openVersionContent(e.ctx, id, 1), ArchivedCold);
-          const run = (await listExecutions(e.ctx, id))[0];
-          await assert.rejects(openExecutionOutput(e.ctx, run?.run_id as string, 'stdout.log'), ArchivedCold);
+          const out = run?.outputs?.['stdout.log'] as { key: string } | undefined;
+          if (out) await e.ctx.content.delete(out.key);
+          await assert.rejects(openExecutionOutput(e.ctx, runId, 'stdout.log'), ArchivedCold);
         }
       } finally {
         await e.close();
