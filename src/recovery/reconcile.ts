@@ -42,7 +42,6 @@ import { clearRestoreHoldOp, epochAdvanceOps, readEpoch } from '../system/state.
 import { stateKey } from '../telemetry/queue.ts';
 import type { PhaseProgress } from './backup.ts';
 import { isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
-import { verifyColdByChecksum } from './cold-verify.ts';
 import { heldRestore, type RestoreRecord, restoreKey } from './restore.ts';
 
 export type ReconcileStatus = 'VERIFIED' | 'FAILED';
@@ -374,12 +373,10 @@ const VERIFY_BATCH = 32;
  * overlap the hashing of another (and, on S3, the round trips). Findings come back sorted by key.
  */
 export async function verifyInBatches(ctx: ServiceContext, refs: ObjectRef[], concurrency: number, bar: Progress): Promise<VerifyReport> {
-  // Cold archive copies (S3 GLACIER) are checked by S3's checksum, never read (cold-verify.ts).
-  const { rest, cold } = await verifyColdByChecksum(ctx, refs);
-  const total: VerifyReport = { objects: refs.length, bytes: 0, ok: cold.ok, findings: [...cold.findings], stale: [] };
-  bar.tick?.(cold.objects);
+  // Cold archive copies (S3 GLACIER) are checked by S3's checksum, never read (verifyObjects).
+  const total: VerifyReport = { objects: refs.length, bytes: 0, ok: 0, findings: [], stale: [] };
   const batches: ObjectRef[][] = [];
-  for (let i = 0; i < rest.length; i += VERIFY_BATCH) batches.push(rest.slice(i, i + VERIFY_BATCH));
+  for (let i = 0; i < refs.length; i += VERIFY_BATCH) batches.push(refs.slice(i, i + VERIFY_BATCH));
   await forEachLimited(batches, concurrency, async (batch) => {
     // Policies are checked with the audit chains (verifyArtifactAudit), once per artifact.
     const r = await verifyObjects(ctx, batch, { tick: (n) => bar.tick?.(n) }, { policies: false });
