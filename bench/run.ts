@@ -1,7 +1,8 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle, http, telemetry, recovery, distributed, retention, scale. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle, http, telemetry, recovery, distributed, retention, scale, archive. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
+import { benchArchive } from './archive.ts';
 import { benchDistributed } from './distributed.ts';
 import { benchQueueFull } from './distributed-queue.ts';
 import { benchHttp } from './http.ts';
@@ -26,6 +27,7 @@ const sections: Record<string, () => Promise<unknown>> = {
   },
   retention: () => benchRetention(quick ? { small: 2000, large: 10_000 } : {}),
   scale: () => benchScale(quick ? { artifacts: 10 } : {}),
+  archive: () => benchArchive(quick ? { versions: 60 } : {}),
 };
 
 const wanted = process.argv.slice(2);
