@@ -17,6 +17,8 @@ export interface UploadInput {
   body: Readable;
   expectedDigest: Digest | undefined;
   maxBytes: number;
+  /** The declared Content-Length, when the request has one (the S3 engine sizes its parts by it). */
+  size: number | undefined;
   /** Stops reading the request into the body (when the operation ends without consuming it). */
   dispose(): void;
 }
@@ -65,7 +67,8 @@ export function uploadInput(request: FastifyRequest, maxBytes: number, metrics: 
     raw.unpipe(body);
     body.destroy();
   };
-  return { body, expectedDigest, maxBytes, dispose };
+  const size = declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : undefined;
+  return { body, expectedDigest, maxBytes, size, dispose };
 }
 
 /**

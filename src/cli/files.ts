@@ -6,8 +6,11 @@ import { pipeline } from 'node:stream/promises';
 import { NotFound, UsageError } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
 
-/** A readable for `--file PATH` (or `-` for stdin), with the filename to record. */
-export async function openInputFile(file: string, filename: string | undefined): Promise<{ body: Readable; filename: string }> {
+/** A readable for `--file PATH` (or `-` for stdin), with the filename to record and the file's size (none for stdin). */
+export async function openInputFile(
+  file: string,
+  filename: string | undefined,
+): Promise<{ body: Readable; filename: string; size?: number | undefined }> {
   if (file === '-') {
     if (!filename) throw new UsageError('--filename is required when reading from stdin');
     return { body: process.stdin, filename };
@@ -15,7 +18,7 @@ export async function openInputFile(file: string, filename: string | undefined):
   const stat = await fs.stat(file).catch(() => undefined);
   if (!stat) throw new NotFound(`no such file: ${file}`);
   if (!stat.isFile()) throw new UsageError(`not a regular file: ${file}`);
-  return { body: createReadStream(file, { highWaterMark: 1 << 20 }), filename: filename ?? path.basename(file) };
+  return { body: createReadStream(file, { highWaterMark: 1 << 20 }), filename: filename ?? path.basename(file), size: stat.size };
 }
 
 /**

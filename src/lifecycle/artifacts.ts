@@ -40,6 +40,8 @@ export interface ContentInput {
   body: Body;
   expectedDigest?: Digest | undefined;
   maxBytes?: number | undefined;
+  /** The body's declared size, when known (a file, a Content-Length): the S3 engine sizes its parts by it. */
+  size?: number | undefined;
 }
 
 export interface CreateArtifactInput extends ContentInput {
@@ -219,6 +221,7 @@ async function storeVersionContent(ctx: ServiceContext, actor: Principal, a: Sto
   const put = await ctx.content.stage(a.key, a.input.body, {
     ...(a.input.expectedDigest ? { expectedDigest: a.input.expectedDigest } : {}),
     ...(a.input.maxBytes !== undefined ? { maxBytes: a.input.maxBytes } : {}),
+    ...(a.input.size !== undefined ? { sizeHint: a.input.size } : {}),
   });
   const metaKey = metadataKey(a.artifactId, a.version);
   const snapshot = {

@@ -128,7 +128,7 @@ export async function uploadOutput(
   runId: string,
   name: string,
   body: Body,
-  opts: { maxBytes?: number; expectedDigest?: import('../core/digest.ts').Digest } = {},
+  opts: { maxBytes?: number; expectedDigest?: import('../core/digest.ts').Digest; size?: number | undefined } = {},
 ): Promise<{ key: string; digest: string; size: number }> {
   assertActor('uploadOutput', actor);
   const output = validateOutputName(name);
@@ -189,6 +189,7 @@ export async function uploadOutput(
       ctx.content.put(key, body, {
         ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
         ...(opts.expectedDigest ? { expectedDigest: opts.expectedDigest } : {}),
+        ...(opts.size !== undefined ? { sizeHint: opts.size } : {}),
       }),
     );
   } catch (e) {

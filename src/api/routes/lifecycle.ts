@@ -137,6 +137,7 @@ function executionRoutes(api: Api): AnyRouteDef[] {
         const rec = await withUpload(up, api.metrics, api.inflight, req, () =>
           uploadOutput(ctx, principalOf(req), req.params.run, req.params.output, up.body, {
             maxBytes: up.maxBytes,
+            size: up.size,
             ...(up.expectedDigest ? { expectedDigest: up.expectedDigest } : {}),
           }),
         );
@@ -201,6 +202,7 @@ function compensationProvenanceArchiveRoutes(api: Api): AnyRouteDef[] {
             body: up.body,
             expectedDigest: up.expectedDigest,
             maxBytes: up.maxBytes,
+            size: up.size,
             ...(req.query.reason !== undefined ? { reason: req.query.reason } : {}),
           }),
         );

@@ -35,7 +35,7 @@ function addArtifactWriteCommands(artifact: Command): void {
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const actor = await actingPrincipal(rt);
-        const { body, filename } = await openInputFile(o.file, o.filename);
+        const { body, filename, size } = await openInputFile(o.file, o.filename);
         const { version } = await createArtifactOnce(
           rt.ctx,
           actor,
@@ -46,6 +46,7 @@ function addArtifactWriteCommands(artifact: Command): void {
             labels: Object.fromEntries((o.label as string[]).map(parseLabel)),
             quorum: parseIntOption('--quorum', o.quorum, { min: 1, max: 10 }),
             body,
+            size,
             expectedDigest: o.digest ? parseDigest(o.digest) : undefined,
           },
           o.idempotencyKey,
@@ -68,8 +69,8 @@ function addArtifactWriteCommands(artifact: Command): void {
     .action(async (id: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const actor = await actingPrincipal(rt);
-        const { body, filename } = await openInputFile(o.file, o.filename);
-        const input = { filename, body, expectedDigest: o.digest ? parseDigest(o.digest) : undefined };
+        const { body, filename, size } = await openInputFile(o.file, o.filename);
+        const input = { filename, body, size, expectedDigest: o.digest ? parseDigest(o.digest) : undefined };
         const { version: v } = await addVersionOnce(rt.ctx, actor, id, input, o.idempotencyKey);
         output(rt.opts, versionView(v), () => `created ${v.artifact_id} v${v.version} ${v.state} ${v.content_hash} ${v.size} bytes`);
       }),

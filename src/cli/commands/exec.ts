@@ -27,15 +27,11 @@ export function registerExecCommands(program: Command): void {
     .option('--digest <sha256>', 'expected digest')
     .action(async (run: string, name: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const { body } = await openInputFile(o.file, name);
-        const rec = await uploadOutput(
-          rt.ctx,
-          await actingPrincipal(rt),
-          run,
-          name,
-          body,
-          o.digest ? { expectedDigest: parseDigest(o.digest) } : {},
-        );
+        const { body, size } = await openInputFile(o.file, name);
+        const rec = await uploadOutput(rt.ctx, await actingPrincipal(rt), run, name, body, {
+          size,
+          ...(o.digest ? { expectedDigest: parseDigest(o.digest) } : {}),
+        });
         output(rt.opts, rec, () => `${rec.key} ${rec.digest} ${rec.size} bytes`);
       }),
     );
@@ -73,10 +69,11 @@ export function registerExecCommands(program: Command): void {
     .option('--reason <text>', 'why')
     .action(async (id: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const { body, filename } = await openInputFile(o.file, o.filename);
+        const { body, filename, size } = await openInputFile(o.file, o.filename);
         const r = await compensate(rt.ctx, await actingPrincipal(rt), id, parseIntOption('--version', o.version, { min: 1 }) as number, {
           filename,
           body,
+          size,
           reason: o.reason,
         });
         output(
