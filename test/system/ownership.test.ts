@@ -13,6 +13,8 @@ const SYSTEM_KEY_NAMES = [
   'SYS_PK',
   'INSTALLATION_SK',
   'FENCE_SK',
+  'FENCE_SHARD_PK_PREFIX',
+  'fenceShardKey',
   'EPOCH_SK',
   'EPOCH_RECORD_SK_PREFIX',
   'epochRecordSk',
