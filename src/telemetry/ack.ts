@@ -5,11 +5,11 @@
  */
 import { ConditionFailed } from '../core/errors.ts';
 import { telqIdSk, telqShardPk } from '../core/keys.ts';
-import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
+import { type Item, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
 import { epochCheck, noRestoreHoldCheck } from '../system/state.ts';
 import { type QueueView, raiseEpochOrHold } from './claim.ts';
 import { type AckInput, type AckRefusal, type AckResult, ackOps, ackRefusal } from './records.ts';
-import { recordShard, shardStateKey } from './shards.ts';
+import { leavingCounterOps, recordShard } from './shards.ts';
 
 interface AckPlan {
   index: number;
@@ -37,20 +37,8 @@ async function commitAcks(q: QueueView, epoch: number, chunk: AckPlan[], results
   while (pending.length > 0) {
     const ops: TransactOp[] = [epochCheck(epoch), noRestoreHoldCheck()];
     const owners: Array<AckPlan | undefined> = [undefined, undefined];
-    const byShard = new Map<number, { records: number; bytes: number }>();
-    for (const p of pending) {
-      const s = byShard.get(p.shard) ?? { records: 0, bytes: 0 };
-      s.records++;
-      s.bytes += p.bytes;
-      byShard.set(p.shard, s);
-    }
-    for (const [shard, s] of byShard) {
-      ops.push({
-        op: 'update',
-        key: shardStateKey(shard, q.layout.shards),
-        update: { add: { delivered: s.records, live_records: -s.records, live_bytes: -s.bytes } },
-        condition: cond.exists(),
-      });
+    for (const op of leavingCounterOps(pending, 'delivered', q.layout.shards)) {
+      ops.push(op);
       owners.push(undefined);
     }
     for (const p of pending) {

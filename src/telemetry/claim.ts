@@ -11,7 +11,7 @@ import { TELQ_FRESH_PREFIX, TELQ_SK_END, telqIdSk, telqLeaseEpochPrefix, telqLea
 import { cond, type Item, type ItemStore, MAX_TRANSACT_OPS, type SkCondition, type TransactOp } from '../store/item-store.ts';
 import { epochCheck, noRestoreHoldCheck, readEpoch, readRestoreHold } from '../system/state.ts';
 import { type ClaimedRecord, idItem, type RecordKind } from './records.ts';
-import { readQueueStates, shardStateKey } from './shards.ts';
+import { leavingCounterOps, readQueueStates } from './shards.ts';
 import type { ShardLayout } from './sink.ts';
 
 /** Records found exhausted during one claim that are settled by it (the rest wait for the next). */
@@ -293,20 +293,9 @@ async function commitChunk(q: QueueView, epoch: number, chunk: Planned[]): Promi
   while (pending.length > 0) {
     const ops: TransactOp[] = [epochCheck(epoch), noRestoreHoldCheck()];
     const owners: Array<Planned | undefined> = [undefined, undefined];
-    const freed = new Map<number, { records: number; bytes: number }>();
-    for (const p of pending.filter((x) => x.kind === 'exhaust')) {
-      const f = freed.get(p.shard) ?? { records: 0, bytes: 0 };
-      f.records++;
-      f.bytes += p.rec.bytes as number;
-      freed.set(p.shard, f);
-    }
-    for (const [shard, f] of freed) {
-      ops.push({
-        op: 'update',
-        key: shardStateKey(shard, q.layout.shards),
-        update: { add: { exhausted: f.records, live_records: -f.records, live_bytes: -f.bytes } },
-        condition: cond.exists(),
-      });
+    const exhausted = pending.filter((x) => x.kind === 'exhaust').map((p) => ({ shard: p.shard, bytes: p.rec.bytes as number }));
+    for (const op of leavingCounterOps(exhausted, 'exhausted', q.layout.shards)) {
+      ops.push(op);
       owners.push(undefined);
     }
     for (const p of pending) {

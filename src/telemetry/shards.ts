@@ -18,7 +18,7 @@
 
 import { TELQ_PK, TELQ_STATE_SK, telqShardPk } from '../core/keys.ts';
 import { shardOf } from '../core/shard.ts';
-import type { Item, ItemKey, ItemStore } from '../store/item-store.ts';
+import { cond, type Item, type ItemKey, type ItemStore, type TransactOp } from '../store/item-store.ts';
 import type { TelemetryLimits } from './limits.ts';
 
 export const COUNTER_NAMES = ['accepted', 'delivered', 'dropped', 'exhausted', 'live_records', 'live_bytes'] as const;
@@ -43,6 +43,30 @@ export function shardLimits(limits: TelemetryLimits, s: number, n: number): Tele
 }
 
 export const shardStateKey = (s: number, n: number): ItemKey => ({ PK: telqShardPk(s, n), SK: TELQ_STATE_SK });
+
+/**
+ * One counter update per shard for records leaving the queue (acknowledged: `delivered`; given up:
+ * `exhausted`): that counter up, live_records and live_bytes down, in the transaction that removes them.
+ */
+export function leavingCounterOps(
+  leaving: Iterable<{ shard: number; bytes: number }>,
+  counter: 'delivered' | 'exhausted',
+  n: number,
+): TransactOp[] {
+  const byShard = new Map<number, { records: number; bytes: number }>();
+  for (const r of leaving) {
+    const s = byShard.get(r.shard) ?? { records: 0, bytes: 0 };
+    s.records++;
+    s.bytes += r.bytes;
+    byShard.set(r.shard, s);
+  }
+  return [...byShard].map(([shard, s]) => ({
+    op: 'update' as const,
+    key: shardStateKey(shard, n),
+    update: { add: { [counter]: s.records, live_records: -s.records, live_bytes: -s.bytes } },
+    condition: cond.exists(),
+  }));
+}
 
 /** The hash key of a record id: its aggregate (everything before the last ':'), else the id. */
 export function recordShard(id: string, n: number): number {
