@@ -14,11 +14,13 @@
  */
 import os from 'node:os';
 import { isoTimestamp } from '../core/clock.ts';
+import { ConditionFailed, MaintenanceInProgress } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
 import { instanceLeaseKey } from '../core/keys.ts';
 import { processAlive } from '../core/process.ts';
 import type { Item } from '../store/item-store.ts';
 import type { ProcessInstance, ServiceContext } from '../system/context.ts';
+import { fenceCheck } from '../system/fence.ts';
 
 export type { ProcessInstance } from '../system/context.ts';
 
@@ -82,7 +84,7 @@ const written = new WeakMap<object, Map<string, number>>();
 
 /**
  * Makes sure this instance's lease is valid for at least half of LEASE_MS before a reservation is
- * committed: one put when it is older than that, none otherwise. A separate write, not part of the
+ * committed: one fenced put when it is older than that, none otherwise. A separate write, not part of the
  * reservation's transaction: in one, every reservation a node makes would write the node's one lease
  * item, so concurrent uploads of different artifacts on a node would share (and, on DynamoDB, cancel
  * each other on) one item. A reservation therefore never exists with an owner whose lease has less
@@ -95,7 +97,13 @@ export async function ensureLease(ctx: ServiceContext): Promise<void> {
   if (!byId) written.set(ctx.items, (byId = new Map()));
   const last = byId.get(me.id);
   if (last !== undefined && last <= now && now - last < LEASE_MS / 2) return;
-  await ctx.items.put(leaseItem(ctx));
+  // Fenced like the reservation it precedes: a refused publisher writes nothing, not even its lease.
+  try {
+    await ctx.items.transactWrite([{ op: 'put', item: leaseItem(ctx) }, fenceCheck(ctx, { kind: 'installation' })]);
+  } catch (e) {
+    if (e instanceof ConditionFailed && e.failedIndex === 1) throw new MaintenanceInProgress();
+    throw e;
+  }
   byId.set(me.id, now);
 }
 
