@@ -2,7 +2,8 @@
  * The whole seed 004 retention suite (suite.ts) on DynamoDB Local + s3rver behind the GLACIER MODEL
  * proxy (test/helpers/s3-glacier-proxy.ts: cold GETs answer 403 InvalidObjectState, listings report each
  * object's own class, copies answer SHA-256 checksums, as real S3 does), so the retention protocol is
- * shown unchanged under S3's semantics. The GLACIER-specific behaviour is retention-glacier.test.ts.
+ * shown unchanged under S3's semantics. This is the suite's DynamoDB + S3 run (the model forwards
+ * everything else to s3rver unchanged); the GLACIER-specific behaviour is retention-glacier.test.ts.
  */
 import { after } from 'node:test';
 import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
