@@ -16,7 +16,8 @@ import { initInstallation } from '../../src/system/installation.ts';
 import { checkSchema } from '../../src/system/schema.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
-import { scanAll, toSchema1 } from '../helpers/schema1.ts';
+import { allItems } from '../helpers/items.ts';
+import { toSchema1 } from '../helpers/schema1.ts';
 import { walkEveryState } from '../helpers/walk.ts';
 
 after(stopDistributedServers);
@@ -129,7 +130,7 @@ test('python3 verifies a migrated installation: moved entries under moved_from_s
   const { id } = await walkEveryState(ctx);
   await toSchema1(ctx);
   await checkSchema(ctx.items); // the installation 1 → 2 migration
-  const moved = (await scanAll(ctx.items)).filter((i) => typeof i.moved_from_sk === 'string');
+  const moved = (await allItems(ctx.items)).filter((i) => typeof i.moved_from_sk === 'string');
   assert.ok(moved.length >= 4, `${moved.length} moved entries`);
   assert.equal((await verifyArtifactAudit(ctx, id)).ok, true);
   await ctx.items.close();

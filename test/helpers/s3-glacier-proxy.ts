@@ -18,6 +18,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
+import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
 import type { S3rverHandle } from './s3rver.ts';
 
 export interface GlacierProxy {
@@ -222,4 +223,17 @@ export async function startGlacierProxy(s3: S3rverHandle, opts: { upstream?: str
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * `direct`'s bucket and prefix reached through the model: the same content root identity (its
+ * `location`, which retention's observations are keyed by), every request seen by the proxy.
+ */
+export async function behindGlacierModel(direct: S3ContentStore, s3: S3rverHandle, proxy: GlacierProxy): Promise<S3ContentStore> {
+  const content = await S3ContentStore.open(
+    { engine: 's3', bucket: s3.bucket, prefix: direct.prefix, region: s3.region, endpoint: proxy.endpoint },
+    { credentials: s3.credentials },
+  );
+  Object.defineProperty(content, 'location', { value: direct.location });
+  return content;
 }

@@ -9,20 +9,10 @@ import { auditHash } from '../../src/audit/chain.ts';
 import { HEAD_SK, INSTALLATION_SK, legacyExecutionFinishSk, legacyExecutionOutputSk, SYS_PK } from '../../src/core/keys.ts';
 import { type Item, type ItemStore, queryAll } from '../../src/store/item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
+import { allItems } from './items.ts';
 
 /** The audit types the installation 1 → 2 migration moves. */
 export const MOVED = ['execution_output', 'execution_finish'];
-
-export async function scanAll(items: ItemStore): Promise<Item[]> {
-  const out: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.scan(cursor ? { cursor } : {});
-    out.push(...page.items);
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
-}
 
 export function legacySk(i: Item): string {
   return i.type === 'execution_finish'
@@ -48,7 +38,7 @@ async function partitionToSchema1(items: ItemStore, pk: string): Promise<void> {
 }
 
 export async function toSchema1(ctx: ServiceContext): Promise<void> {
-  const pks = new Set((await scanAll(ctx.items)).filter((i) => i.PK.startsWith('ART#') && i.SK === HEAD_SK).map((i) => i.PK));
+  const pks = new Set((await allItems(ctx.items)).filter((i) => i.PK.startsWith('ART#') && i.SK === HEAD_SK).map((i) => i.PK));
   for (const pk of pks) await partitionToSchema1(ctx.items, pk);
   await ctx.items.update({ PK: SYS_PK, SK: INSTALLATION_SK }, { set: { schema_version: 1 } });
 }

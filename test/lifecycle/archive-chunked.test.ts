@@ -25,10 +25,11 @@ import { openExecutionOutput } from '../../src/lifecycle/reads.ts';
 import { propose } from '../../src/lifecycle/transitions.ts';
 import { listVersions } from '../../src/lifecycle/versions.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
-import { MAX_TRANSACT_OPS, type TransactOp } from '../../src/store/item-store.ts';
+import { MAX_TRANSACT_OPS } from '../../src/store/item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, distributedServers, stopDistributedServers } from '../helpers/distributed.ts';
+import { watchTransactions } from '../helpers/items.ts';
 import { type GlacierProxy, startGlacierProxy } from '../helpers/s3-glacier-proxy.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, alice, approveAndRun } from '../helpers/walk.ts';
@@ -88,20 +89,6 @@ async function settledArtifact(ctx: ServiceContext, n: number): Promise<string> 
   }
   await decide(ctx, alice, id, n, { decision: 'REJECT', evidenceRef: 'no' });
   return id;
-}
-
-/** Records every transaction's size; `crashAfter(k)` makes transaction k + 1 fail before it commits. */
-function watchTransactions(ctx: ServiceContext): { sizes: number[]; crashAfter(k: number | undefined): void } {
-  const store = ctx.items;
-  const original = store.transactWrite.bind(store);
-  const sizes: number[] = [];
-  let limit: number | undefined;
-  store.transactWrite = async (ops: TransactOp[]) => {
-    if (limit !== undefined && sizes.length >= limit) throw new Error('simulated crash');
-    sizes.push(ops.length);
-    return original(ops);
-  };
-  return { sizes, crashAfter: (k) => void (limit = k) };
 }
 
 /** Makes the content store's copy fail as a crash would after `k` more copies. */

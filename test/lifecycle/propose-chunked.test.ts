@@ -13,10 +13,11 @@ import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { propose } from '../../src/lifecycle/transitions.ts';
 import { listVersions } from '../../src/lifecycle/versions.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
-import { MAX_TRANSACT_OPS, type TransactOp } from '../../src/store/item-store.ts';
+import { MAX_TRANSACT_OPS } from '../../src/store/item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
+import { watchTransactions } from '../helpers/items.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
 
@@ -40,25 +41,6 @@ async function openVersions(ctx: ServiceContext, n: number): Promise<string> {
   const id = version.artifact_id;
   for (let i = 2; i <= n; i++) await addVersion(ctx, agent, id, { filename: 'f', body: bytesOf(`v${i}`) });
   return id;
-}
-
-/** Records every transaction's size; `crashAfter` makes transaction number k + 1 fail as a crash would. */
-function watchTransactions(ctx: ServiceContext): { sizes: number[]; crashAfter(k: number | undefined): void } {
-  const store = ctx.items;
-  const original = store.transactWrite.bind(store);
-  const sizes: number[] = [];
-  let limit: number | undefined;
-  store.transactWrite = async (ops: TransactOp[]) => {
-    if (limit !== undefined && sizes.length >= limit) throw new Error('simulated crash');
-    sizes.push(ops.length);
-    return original(ops);
-  };
-  return {
-    sizes,
-    crashAfter: (k) => {
-      limit = k;
-    },
-  };
 }
 
 async function statesOf(ctx: ServiceContext, id: string): Promise<string[]> {

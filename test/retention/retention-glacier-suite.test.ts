@@ -6,33 +6,27 @@
  * everything else to s3rver unchanged); the GLACIER-specific behaviour is retention-glacier.test.ts.
  */
 import { after } from 'node:test';
-import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
+import type { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
 import { distributedServers, stopDistributedServers } from '../helpers/distributed.ts';
 import { distributed, type Engine } from '../helpers/retention-harness.ts';
-import { type GlacierProxy, startGlacierProxy } from '../helpers/s3-glacier-proxy.ts';
+import { behindGlacierModel, type GlacierProxy, startGlacierProxy } from '../helpers/s3-glacier-proxy.ts';
 import { retentionSuite } from './suite.ts';
 
 let glacier: GlacierProxy | undefined;
 
-const behindGlacierModel: Engine = {
+const glacierEngine: Engine = {
   name: 'dynamodb + s3 behind the GLACIER model',
   open: async () => {
     const inst = await distributed.open();
     const { s3 } = await distributedServers();
     glacier ??= await startGlacierProxy(s3);
-    const direct = inst.ctx.content as S3ContentStore;
-    const content = await S3ContentStore.open(
-      { engine: 's3', bucket: s3.bucket, prefix: direct.prefix, region: s3.region, endpoint: glacier.endpoint },
-      { credentials: s3.credentials },
-    );
-    // Same bucket and prefix: the same content root identity.
-    Object.defineProperty(content, 'location', { value: direct.location });
+    const content = await behindGlacierModel(inst.ctx.content as S3ContentStore, s3, glacier);
     Object.assign(inst.ctx, { content });
     return inst;
   },
 };
 
-retentionSuite(behindGlacierModel);
+retentionSuite(glacierEngine);
 after(async () => {
   await glacier?.stop();
   await stopDistributedServers();

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
+import type { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
 import { decide } from '../../src/lifecycle/approvals.ts';
 import { archiveArtifact } from '../../src/lifecycle/archive.ts';
 import { addVersion, createArtifact, showArtifact } from '../../src/lifecycle/artifacts.ts';
@@ -20,7 +20,7 @@ import { scanReferences } from '../../src/retention/references.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
 import { distributedServers, stopDistributedServers } from '../helpers/distributed.ts';
 import { distributed, epochOf, host, operator } from '../helpers/retention-harness.ts';
-import { type GlacierProxy, startGlacierProxy } from '../helpers/s3-glacier-proxy.ts';
+import { behindGlacierModel, type GlacierProxy, startGlacierProxy } from '../helpers/s3-glacier-proxy.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, alice, approveAndRun } from '../helpers/walk.ts';
 
@@ -36,13 +36,7 @@ async function glacierInstallation() {
   const restore = await inst.verifiedRestore();
   const { s3 } = await distributedServers();
   glacier ??= await startGlacierProxy(s3);
-  const direct = inst.ctx.content as S3ContentStore;
-  const content = await S3ContentStore.open(
-    { engine: 's3', bucket: s3.bucket, prefix: direct.prefix, region: s3.region, endpoint: glacier.endpoint },
-    { credentials: s3.credentials },
-  );
-  // Same bucket and prefix, so the same content root identity (retention's observations).
-  Object.defineProperty(content, 'location', { value: direct.location });
+  const content = await behindGlacierModel(inst.ctx.content as S3ContentStore, s3, glacier);
   Object.assign(inst.ctx, { content });
   return { inst, restore, content, s3, proxy: glacier };
 }

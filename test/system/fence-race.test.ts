@@ -150,7 +150,7 @@ describe('the fence protocol, modelled', () => {
             );
             live.phase = 'releasing';
           } else if (s.t === 'release' && live?.phase === 'releasing' && master === live.token) {
-            const i = held.findIndex((h) => h === live?.token);
+            const i = held.indexOf(live?.token);
             if (i >= 0) for (const j of chunkOf(i)) if (held[j] === live.token) held[j] = undefined;
             if (held.every((h) => h !== live?.token)) {
               master = undefined;

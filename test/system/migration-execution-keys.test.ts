@@ -30,7 +30,8 @@ import { checkSchema, readSchemaVersion } from '../../src/system/schema.ts';
 import { alpJson } from '../helpers/cli.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
-import { legacySk, MOVED, scanAll, toSchema1 } from '../helpers/schema1.ts';
+import { allItems } from '../helpers/items.ts';
+import { legacySk, MOVED, toSchema1 } from '../helpers/schema1.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, approveAndRun, walkEveryState } from '../helpers/walk.ts';
 
@@ -55,7 +56,7 @@ async function readings(ctx: ServiceContext, ids: string[]) {
 }
 
 async function legacyItems(items: ItemStore) {
-  return (await scanAll(items)).filter((i) => MOVED.includes(i.type as string) && i.SK.startsWith('EXEC#'));
+  return (await allItems(items)).filter((i) => MOVED.includes(i.type as string) && i.SK.startsWith('EXEC#'));
 }
 
 function pyVerify(source: string, env: Record<string, string> = {}) {
@@ -109,7 +110,7 @@ function migrationSuite(name: string, open: () => Promise<Fixture>) {
         assert.deepEqual(status[0]?.migrated, ['installation-2-execution-record-keys']);
         assert.equal(await readSchemaVersion(f.ctx.items, 'installation'), 2);
         assert.deepEqual(await legacyItems(f.ctx.items), []);
-        const moved = (await scanAll(f.ctx.items)).filter((i) => MOVED.includes(i.type as string));
+        const moved = (await allItems(f.ctx.items)).filter((i) => MOVED.includes(i.type as string));
         assert.equal(moved.length, legacy.length);
         for (const m of moved) {
           assert.match(m.SK, /^(OUTPUT#[^#]+#[^#]+|FINISH#[^#]+)$/);
@@ -170,7 +171,7 @@ function migrationSuite(name: string, open: () => Promise<Fixture>) {
         assert.equal(both.length, 2);
         assert.equal(await readSchemaVersion(f.ctx.items, 'installation'), 2);
         assert.deepEqual(await legacyItems(f.ctx.items), []);
-        assert.equal((await scanAll(f.ctx.items)).filter((i) => MOVED.includes(i.type as string)).length, total);
+        assert.equal((await allItems(f.ctx.items)).filter((i) => MOVED.includes(i.type as string)).length, total);
         assert.deepEqual(await readings(f.ctx, ids), before);
         assert.deepEqual(pyVerify(f.source, f.env).report.findings, []);
         const again = await moveExecutionRecords(f.ctx.items);
@@ -249,7 +250,7 @@ test('the CLI opens a schema-1 installation, migrates it, and `alp exec show`, `
   const items = new SqliteItemStore(ctx.dbPath);
   try {
     assert.equal(await readSchemaVersion(items, 'installation'), 2);
-    assert.equal((await scanAll(items)).filter((i) => MOVED.includes(i.type as string) && i.SK.startsWith('EXEC#')).length, 0);
+    assert.equal((await allItems(items)).filter((i) => MOVED.includes(i.type as string) && i.SK.startsWith('EXEC#')).length, 0);
   } finally {
     await items.close();
   }
