@@ -3,11 +3,9 @@
  * (shards.ts recordShard), its identity item says where it is; the deletes and each touched shard's
  * counter update commit together, up to 48 records per transaction.
  */
-import { ConditionFailed } from '../core/errors.ts';
 import { telqIdSk, telqShardPk } from '../core/keys.ts';
 import { type Item, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
-import { epochCheck, noRestoreHoldCheck } from '../system/state.ts';
-import { type QueueView, raiseEpochOrHold } from './claim.ts';
+import { commitLeavingLost, type QueueView } from './claim.ts';
 import { type AckInput, type AckRefusal, type AckResult, ackOps, ackRefusal } from './records.ts';
 import { leavingCounterOps, recordShard } from './shards.ts';
 
@@ -33,36 +31,20 @@ async function readTargets(q: QueueView, acks: AckInput[]): Promise<{ ids: Map<s
 
 /** Commits one chunk; a record whose lease changed meanwhile is refused ('lost') and the rest retried. */
 async function commitAcks(q: QueueView, epoch: number, chunk: AckPlan[], results: Map<number, AckResult>): Promise<void> {
-  let pending = chunk;
-  while (pending.length > 0) {
-    const ops: TransactOp[] = [epochCheck(epoch), noRestoreHoldCheck()];
-    const owners: Array<AckPlan | undefined> = [undefined, undefined];
-    for (const op of leavingCounterOps(pending, 'delivered', q.layout.shards)) {
-      ops.push(op);
-      owners.push(undefined);
-    }
-    for (const p of pending) {
-      ops.push(...p.ops);
-      for (const _ of p.ops) owners.push(p);
-    }
-    try {
-      await q.items.transactWrite(ops);
-      for (const p of pending) results.set(p.index, { id: p.id, acknowledged: true });
-      return;
-    } catch (e) {
-      if (!(e instanceof ConditionFailed) || e.failedIndex === undefined) throw e;
-      await raiseEpochOrHold(q.items, epoch, e.failedIndex);
-      const lost = owners[e.failedIndex];
-      if (!lost) throw e;
+  const done = await commitLeavingLost(
+    q.items,
+    epoch,
+    chunk,
+    (pending) => leavingCounterOps(pending, 'delivered', q.layout.shards),
+    (lost) =>
       results.set(lost.index, {
         id: lost.id,
         acknowledged: false,
         reason: 'lost',
         message: 'its lease changed concurrently (reclaimed or acknowledged by someone else)',
-      });
-      pending = pending.filter((p) => p !== lost);
-    }
-  }
+      }),
+  );
+  for (const p of done) results.set(p.index, { id: p.id, acknowledged: true });
 }
 
 /** Chunks of at most PER_TRANSACTION records whose shards' counter updates still fit. */

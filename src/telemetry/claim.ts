@@ -269,51 +269,63 @@ function* chunks(plan: Planned[], budget: number): Generator<Planned[]> {
   let current: Planned[] = [];
   let used = 0;
   let exhaustShards = new Set<number>();
+  const cost = (p: Planned) => p.ops.length + (p.kind === 'exhaust' && !exhaustShards.has(p.shard) ? 1 : 0);
   for (const p of plan) {
-    const cost = p.ops.length + (p.kind === 'exhaust' && !exhaustShards.has(p.shard) ? 1 : 0);
-    if (used + cost > budget && current.length > 0) {
+    if (current.length > 0 && used + cost(p) > budget) {
       yield current;
       current = [];
       used = 0;
       exhaustShards = new Set();
     }
+    used += cost(p);
+    if (p.kind === 'exhaust') exhaustShards.add(p.shard);
     current.push(p);
-    used += p.ops.length;
-    if (p.kind === 'exhaust' && !exhaustShards.has(p.shard)) {
-      exhaustShards.add(p.shard);
-      used++;
-    }
   }
   if (current.length > 0) yield current;
 }
 
-/** Commits one chunk; a record another claimer took meanwhile is left out and the rest retried. */
-async function commitChunk(q: QueueView, epoch: number, chunk: Planned[]): Promise<Planned[]> {
-  let pending = chunk;
+/**
+ * Commits `plans` in one transaction under the epoch and restore-hold checks, `counterOps(pending)`
+ * first. A plan whose own operation's condition failed (someone else took or settled that record
+ * meanwhile) is left out, `onLost` is told, and the rest is retried. Returns the plans that committed.
+ * Shared by claim and acknowledge.
+ */
+export async function commitLeavingLost<P extends { ops: TransactOp[] }>(
+  items: ItemStore,
+  epoch: number,
+  plans: P[],
+  counterOps: (pending: P[]) => TransactOp[],
+  onLost: (lost: P) => void = () => {},
+): Promise<P[]> {
+  let pending = plans;
   while (pending.length > 0) {
-    const ops: TransactOp[] = [epochCheck(epoch), noRestoreHoldCheck()];
-    const owners: Array<Planned | undefined> = [undefined, undefined];
-    const exhausted = pending.filter((x) => x.kind === 'exhaust').map((p) => ({ shard: p.shard, bytes: p.rec.bytes as number }));
-    for (const op of leavingCounterOps(exhausted, 'exhausted', q.layout.shards)) {
-      ops.push(op);
-      owners.push(undefined);
-    }
+    const counters = counterOps(pending);
+    const ops: TransactOp[] = [epochCheck(epoch), noRestoreHoldCheck(), ...counters];
+    const owners: Array<P | undefined> = ops.map(() => undefined);
     for (const p of pending) {
       ops.push(...p.ops);
       for (const _ of p.ops) owners.push(p);
     }
     try {
-      await q.items.transactWrite(ops);
+      await items.transactWrite(ops);
       return pending;
     } catch (e) {
       if (!(e instanceof ConditionFailed) || e.failedIndex === undefined) throw e;
-      await raiseEpochOrHold(q.items, epoch, e.failedIndex);
+      await raiseEpochOrHold(items, epoch, e.failedIndex);
       const lost = owners[e.failedIndex];
       if (!lost) throw e;
+      onLost(lost);
       pending = pending.filter((p) => p !== lost);
     }
   }
   return [];
+}
+
+/** Commits one chunk; a record another claimer took meanwhile is left out and the rest retried. */
+function commitChunk(q: QueueView, epoch: number, chunk: Planned[]): Promise<Planned[]> {
+  const exhausted = (pending: Planned[]) =>
+    pending.filter((x) => x.kind === 'exhaust').map((p) => ({ shard: p.shard, bytes: p.rec.bytes as number }));
+  return commitLeavingLost(q.items, epoch, chunk, (pending) => leavingCounterOps(exhausted(pending), 'exhausted', q.layout.shards));
 }
 
 /**
