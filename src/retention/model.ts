@@ -45,7 +45,7 @@ export function contentRootId(location: string): string {
  * Where the observation of `objectKey` lives: RET#{root}, or its index shard RET#{root}#{s} (keys.ts
  * observationPk) under the installation's `indexShards` (ctx.layout.index_shards; 1: unsharded).
  */
-export function observationKey(rootId: string, objectKey: string, indexShards = 1) {
+export function observationKey(rootId: string, objectKey: string, indexShards: number) {
   return { PK: observationPk(rootId, objectKey, indexShards), SK: observationSk(objectKey) };
 }
 

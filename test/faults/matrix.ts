@@ -214,7 +214,8 @@ class ReaderDeceived extends Error {}
 async function observed(w: World, keys: string[], state: string): Promise<Effect> {
   const root = contentRootId(w.clean.content.location);
   let n = 0;
-  for (const k of keys) if ((await w.clean.items.get(observationKey(root, k), { consistent: true }))?.state === state) n++;
+  for (const k of keys)
+    if ((await w.clean.items.get(observationKey(root, k, w.clean.layout.index_shards), { consistent: true }))?.state === state) n++;
   return n === 0 ? 'none' : n === keys.length ? 'full' : 'partial';
 }
 

@@ -617,7 +617,9 @@ async function reclaimOrphans(
   for (const f of before) {
     const key = f.key as string;
     if (purged.has(key)) continue;
-    const obs = await ctx.items.get(observationKey(contentRootId(ctx.content.location), key), { consistent: true });
+    const obs = await ctx.items.get(observationKey(contentRootId(ctx.content.location), key, ctx.layout.index_shards), {
+      consistent: true,
+    });
     const why = scan.referenced.get(key) ?? `unreferenced, observation ${String(obs?.state ?? 'none')}`;
     bump(
       kept,

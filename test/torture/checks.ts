@@ -238,12 +238,12 @@ export async function checkJournal(ctx: ServiceContext, journal: JournalLine[]):
       }
       case 'retention': {
         for (const key of line.purged) {
-          const obs = await ctx.items.get(observationKey(root, key), { consistent: true });
+          const obs = await ctx.items.get(observationKey(root, key, ctx.layout.index_shards), { consistent: true });
           if (obs?.state !== 'PURGED') fail(line, `${key} observation is ${String(obs?.state)}`);
           if (await ctx.content.head(key)) fail(line, `${key} was reported purged but is present`);
         }
         for (const key of line.quarantined) {
-          const obs = await ctx.items.get(observationKey(root, key), { consistent: true });
+          const obs = await ctx.items.get(observationKey(root, key, ctx.layout.index_shards), { consistent: true });
           const present = (await ctx.content.head(key)) !== undefined;
           // Quarantined, then possibly purged; or reset because it became referenced again (bytes kept).
           const ok =
