@@ -194,3 +194,18 @@ export const OBSERVATION_SK_PREFIX = 'OBS#';
 export const observationSk = (objectKey: string) => `${OBSERVATION_SK_PREFIX}${objectKey}`;
 export const RETENTION_RUN_SK_PREFIX = 'RUN#';
 export const retentionRunSk = (timestamp: string, runId: string) => `${RETENTION_RUN_SK_PREFIX}${timestamp}#${runId}`;
+
+/**
+ * The reference index (issue 17, system/ref-index.ts; docs/data-model.md "Reference index"): one entry
+ * per object, written when the object is written, naming the digests found inside its bytes.
+ * REFIDX#{root}{#s} / OBJ#{key}, s = the same directory shard as the object's observation.
+ */
+export const refIndexPk = (contentRootId: string, objectKey: string, indexShards: number) =>
+  `REFIDX#${contentRootId}${shardSuffix(observationShardOf(objectKey, indexShards), indexShards)}`;
+export const refIndexPartitions = (contentRootId: string, indexShards: number) => indexPartitions(`REFIDX#${contentRootId}`, indexShards);
+export const REF_INDEX_SK_PREFIX = 'OBJ#';
+export const refIndexSk = (objectKey: string) => `${REF_INDEX_SK_PREFIX}${objectKey}`;
+/** Persistent host pins (retention/pins.ts): PINS / PIN#{digest}. */
+export const PINS_PK = 'PINS';
+export const pinSk = (digest: string) => `PIN#${digest}`;
+export const PIN_SK_PREFIX = 'PIN#';

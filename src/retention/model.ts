@@ -4,7 +4,7 @@
  */
 import { canonicalDigest } from '../core/canonical-json.ts';
 import { DAY_MS } from '../core/clock.ts';
-import { type Digest, sha256 } from '../core/digest.ts';
+import type { Digest } from '../core/digest.ts';
 import { observationPk, observationSk } from '../core/keys.ts';
 import type { Principal } from '../lifecycle/model.ts';
 
@@ -37,9 +37,7 @@ export interface Observation {
 }
 
 /** Observations are per installation and content root: paths are installation-local. */
-export function contentRootId(location: string): string {
-  return sha256(location).slice('sha256:'.length, 'sha256:'.length + 16);
-}
+export { contentRootId } from '../system/ref-index.ts';
 
 /**
  * Where the observation of `objectKey` lives: RET#{root}, or its index shard RET#{root}#{s} (keys.ts
