@@ -62,6 +62,8 @@ export interface ShardStamp {
   holder: string;
   token: string;
   epoch: number;
+  /** The maintenance fences readers too (MaintenanceOptions.fenceReaders). */
+  readers?: boolean;
 }
 
 /**

@@ -88,6 +88,8 @@ export interface FenceInfo {
   purpose: string;
   host: string;
   pid: number;
+  /** Readers are refused too while it is held (MaintenanceOptions.fenceReaders; every shard carries it as well). */
+  readers?: boolean;
   /** Set when this fence was taken over from an abandoned one (crash recovery). */
   took_over?: Omit<FenceInfo, 'took_over'>;
 }
@@ -107,6 +109,13 @@ export interface MaintenanceOptions {
    * (a purge interrupted between its journal records). By default the fence is released either way.
    */
   holdOnFailure?: boolean;
+  /**
+   * Fence readers too (seed 004: "fence every artifact publisher, reader, …"): the master and every
+   * shard carry `readers: true`, and every content read (`assertReadable`) is refused with MAINTENANCE
+   * while it is held. Retention (QUARANTINE, PURGE) and crash recovery (which may finish a purge) set
+   * it; backup, compaction and archive remove no bytes a reader could be reading and leave readers alone.
+   */
+  fenceReaders?: boolean;
 }
 
 export interface MaintenanceHandle {
@@ -164,6 +173,7 @@ export async function acquireMaintenance(
     purpose: opts.purpose ?? 'maintenance',
     host: os.hostname(),
     pid: process.pid,
+    ...(opts.fenceReaders ? { readers: true } : {}),
     ...(abandoned ? { took_over: abandonedFlat } : {}),
   };
   await takeMaster(ctx, fence, abandoned, opts);
@@ -204,7 +214,7 @@ function masterCheck(fence: Pick<FenceInfo, 'token' | 'epoch'>): TransactOp {
  * effort: if that fails as well, the state is the one a crash leaves, and recovery ends it).
  */
 async function takeShards(ctx: FenceDeps, fence: FenceInfo, restamp: boolean): Promise<void> {
-  const stamp = { holder: fence.holder, token: fence.token, epoch: fence.epoch };
+  const stamp = { holder: fence.holder, token: fence.token, epoch: fence.epoch, ...(fence.readers ? { readers: true } : {}) };
   const chunks = shardChunks(shardCount(ctx.layout));
   for (const [i, chunk] of chunks.entries()) {
     try {
