@@ -209,3 +209,6 @@ export const refIndexSk = (objectKey: string) => `${REF_INDEX_SK_PREFIX}${object
 export const PINS_PK = 'PINS';
 export const pinSk = (digest: string) => `PIN#${digest}`;
 export const PIN_SK_PREFIX = 'PIN#';
+/** PINS / LOG#{at}#{ulid}: the permanent record of one pin add or remove (who, when, why), oldest first. */
+export const pinLogSk = (at: string, id: string) => `LOG#${at}#${id}`;
+export const PIN_LOG_SK_PREFIX = 'LOG#';
