@@ -164,8 +164,8 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
   if (!request.raw.complete) reply.header('connection', 'close');
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   if (problem.status === 401) reply.header('www-authenticate', 'Bearer realm="alp"');
-  if ((problem.code === 'THROTTLED' || problem.code === 'STORAGE') && headers['retry-after'] === undefined)
-    reply.header('retry-after', '1');
+  const retryable = problem.code === 'THROTTLED' || problem.code === 'STORAGE' || problem.code === 'MAINTENANCE';
+  if (retryable && headers['retry-after'] === undefined) reply.header('retry-after', '1');
   // A Buffer, so no charset parameter is appended (JSON is UTF-8; RFC 9457 defines none).
   reply
     .code(problem.status)

@@ -12,6 +12,7 @@ import { artifactPk, HEAD_SK } from '../core/keys.ts';
 import type { HeadItem } from '../core/model.ts';
 import { type Item, queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
+import { assertReadable } from '../system/fence.ts';
 import { hashedPart, isAuditType } from './chain.ts';
 
 export const SEGMENT_TYPE = 'history_segment';
@@ -196,7 +197,9 @@ export function recordedView(e: Item): Record<string, unknown> {
   return { ...entryView(hashedPart(e) as Item), hash: e.hash };
 }
 
+/** A user's read of a history (packed segments are content reads: refused while readers are fenced). */
 export async function history(ctx: ServiceContext, artifactId: string): Promise<Record<string, unknown>[]> {
+  await assertReadable(ctx, { kind: 'artifacts', ids: [artifactId] });
   const { head, entries } = await loadChain(ctx, artifactId);
   if (!head) throw new NotFound(`no artifact ${artifactId}`);
   return entries.map(recordedView);

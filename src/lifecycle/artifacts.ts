@@ -27,7 +27,7 @@ import { contentKey, metadataKey, validateFilename } from '../core/object-keys.t
 import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import { getListed, queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { assertNotFenced, fenceCheck } from '../system/fence.ts';
+import { assertNotFenced, assertReadable, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
 import { getOriginalOrArchived } from './archived-read.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
@@ -311,13 +311,17 @@ export async function resolveVersion(ctx: ServiceContext, artifactId: string, ve
   return readVersion(ctx.items, artifactId, validateVersionNumber(version));
 }
 
-/** A verified stream of a version's content; the stream fails with IntegrityError on a mismatch. */
+/**
+ * A verified stream of a version's content; the stream fails with IntegrityError on a mismatch. Refused
+ * with MAINTENANCE while a maintenance that fences readers holds the fence (system/fence.ts assertReadable).
+ */
 export async function openVersionContent(
   ctx: ServiceContext,
   artifactId: string,
   version?: number | string,
   range?: { start?: number; end?: number },
 ): Promise<{ version: VersionItem; stream: Readable }> {
+  await assertReadable(ctx, { kind: 'artifacts', ids: [artifactId] });
   const v = await resolveVersion(ctx, artifactId, version);
   const keys = { original: v.content_key, archive: v.archive_key as string | undefined };
   const stream = await getOriginalOrArchived(ctx.content, keys, v.content_hash, { expectedSize: v.size, ...range });

@@ -10,6 +10,7 @@ import { NotFound } from '../core/errors.ts';
 import { provenanceKey } from '../core/object-keys.ts';
 import type { Item } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
+import { assertReadable } from '../system/fence.ts';
 import { readInstallation } from '../system/installation.ts';
 import { listApprovals } from './approvals.ts';
 import { getOriginalOrArchived } from './archived-read.ts';
@@ -34,6 +35,8 @@ export async function provenanceOf(ctx: ServiceContext, artifactId: string): Pro
 
 export interface OutputRef {
   run_id: string;
+  /** The artifact the run belongs to (its fence shard guards the read). */
+  artifact_id: string;
   name: string;
   key: string;
   /** Where the output was uploaded (`key` is its archive copy once the artifact is archived). */
@@ -51,6 +54,7 @@ export async function executionOutput(ctx: ServiceContext, runId: string, name: 
   const archived = (exec.archive_objects as ArchivedObject[] | undefined)?.find((a) => a.original_key === rec.key);
   return {
     run_id: runId,
+    artifact_id: exec.artifact_id,
     name: output,
     key: archived?.archive_key ?? rec.key,
     original_key: rec.key,
@@ -59,7 +63,10 @@ export async function executionOutput(ctx: ServiceContext, runId: string, name: 
   };
 }
 
-/** A verified stream of an execution output; fails with IntegrityError if the bytes do not match. */
+/**
+ * A verified stream of an execution output; fails with IntegrityError if the bytes do not match, and
+ * with MAINTENANCE while a maintenance that fences readers holds the fence (checked before the bytes open).
+ */
 export async function openExecutionOutput(
   ctx: ServiceContext,
   runId: string,
@@ -67,6 +74,7 @@ export async function openExecutionOutput(
   range?: { start?: number; end?: number },
 ): Promise<{ output: OutputRef; stream: Readable }> {
   const output = await executionOutput(ctx, runId, name);
+  await assertReadable(ctx, { kind: 'artifacts', ids: [output.artifact_id] });
   const keys = { original: output.original_key, archive: output.key === output.original_key ? undefined : output.key };
   const stream = await getOriginalOrArchived(ctx.content, keys, output.digest, { expectedSize: output.size, ...range });
   return { output, stream };

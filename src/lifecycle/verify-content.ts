@@ -10,6 +10,7 @@ import { firstChainedPolicy, hotChainedPolicy, policyProblems } from '../audit/p
 import { AlpError, IntegrityError, NotFound } from '../core/errors.ts';
 import { forEachLimited } from '../core/limit.ts';
 import type { ServiceContext } from '../system/context.ts';
+import { assertReadable } from '../system/fence.ts';
 import { allHeads } from './artifacts.ts';
 import { judgeProvenanceDocument, provenanceArtifactId } from './provenance.ts';
 import { type ObjectRef, refsOfArtifact } from './references.ts';
@@ -49,6 +50,8 @@ export interface Progress {
 }
 
 export async function collectRefs(ctx: ServiceContext, artifactId?: string): Promise<ObjectRef[]> {
+  // `alp verify` and the verification route read every object (content, metadata, outputs, compensations, provenance document) next.
+  await assertReadable(ctx, artifactId === undefined ? { kind: 'installation' } : { kind: 'artifacts', ids: [artifactId] });
   if (artifactId !== undefined) {
     await readHead(ctx, artifactId);
     return refsOfArtifact(ctx.items, artifactId);

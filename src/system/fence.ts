@@ -73,6 +73,24 @@ export async function assertNotFenced(ctx: Pick<FenceDeps, 'items' | 'layout'>, 
   if (fence?.holder !== undefined) throw new MaintenanceInProgress(undefined, { holder: fence.holder, epoch: fence.epoch });
 }
 
+/**
+ * The readers' check (seed 004: maintenance fences every "reader" too): fails with MAINTENANCE when the
+ * shard guarding `scope` is held by a maintenance that fences readers (`readers: true`, retention and
+ * crash recovery). Every content read that an entry point reaches calls it before it opens the bytes.
+ * One eventually consistent read of that one shard, like assertNotFenced: a read that passes just before
+ * the fence is taken (or on a stale answer) opens an object an item references, which a purge never
+ * unlinks (docs/design.md §3 "Readers").
+ */
+export async function assertReadable(ctx: Pick<FenceDeps, 'items' | 'layout'>, scope: FenceScope = INSTALLATION_SCOPE): Promise<void> {
+  const fence = await ctx.items.get(shardKeyFor(scope, shardCount(ctx.layout)), { consistent: false });
+  if (fence?.holder !== undefined && fence.readers === true) {
+    throw new MaintenanceInProgress(
+      `reads are paused while ${String(fence.holder)} holds the maintenance fence (epoch ${String(fence.epoch)}); retry shortly`,
+      { holder: fence.holder, epoch: fence.epoch, readers: true },
+    );
+  }
+}
+
 /** Whether the shard guarding `scope` is held (an eventually consistent read, for work that defers while fenced). */
 export async function isFenced(ctx: Pick<FenceDeps, 'items' | 'layout'>, scope: FenceScope = INSTALLATION_SCOPE): Promise<boolean> {
   return (await ctx.items.get(shardKeyFor(scope, shardCount(ctx.layout)), { consistent: false }))?.holder !== undefined;

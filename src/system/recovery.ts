@@ -57,6 +57,7 @@ export async function recoverMaintenance(
       for (const step of list) done.push({ name: step.name, result: await step.run(ctx, m, opts) });
       return { recovered: true, ...(fence ? { abandoned: fence } : {}), steps: done };
     },
-    { purpose: 'crash recovery', takeOverStale: true, holdOnFailure: true },
+    // Readers too: a recovery step may finish an interrupted purge (unlink bytes).
+    { purpose: 'crash recovery', takeOverStale: true, holdOnFailure: true, fenceReaders: true },
   );
 }
