@@ -1,67 +1,195 @@
 /**
- * Issue 8 figures: retention plan time (reference scan including the content scan) for 2,000 objects
- * of which 1,000 are referenced, and for 100,000 objects; content-scan rate; memory per tracked object.
- * Reference: the distribution registry's offline mark-and-sweep of 2,000 blobs takes 0.21–0.27 s on
- * this machine and does not scan content.
+ * Issue 17 "Must show": the retention plan over 2,000 / 20,000 / 100,000 objects (half referenced: versions
+ * created through the library; half orphans written through ctx.content) against the CNCF registry's
+ * offline GC (docker-registry 2.8.2, `garbage-collect --dry-run`) over a storage tree of the same object
+ * count, built and measured in the same run. Per size: the first plan, a second plan with nothing new
+ * (goal ≤ the registry's dry run), plans after +1 % and +10 % new objects (linear in new objects), the
+ * backfill case (the same objects with no reference index entries: written before the index existed),
+ * and the fence hold of a QUARANTINE run of ≤ 1,000 candidates with the clock moved 8 days (goal ≤ 1 s
+ * at 100,000). RSS high-water at 10 k / 100 k / 1 M: bench/retention-rss.ts. Misses print as MISS.
  */
 import fs from 'node:fs/promises';
-import path from 'node:path';
-import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
-import { ManualClock } from '../src/core/clock.ts';
-import { createArtifact } from '../src/lifecycle/artifacts.ts';
+import { localTrustedHost } from '../src/retention/host.ts';
 import { scanReferences } from '../src/retention/references.ts';
-import { createContext } from '../src/runtime/context.ts';
-import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
+import { ArtifactRetention, type RetentionHost, type RetentionResult } from '../src/retention/retention.ts';
+import { readEpoch } from '../src/system/state.ts';
+import { buildRegistryTree, registryAvailable, registryConfig, registryGc } from './registry-gc.ts';
+import { benchRetentionRss } from './retention-rss.ts';
+import { addObjects, type BenchInstallation, dropReferenceIndex, openBenchInstallation, operator } from './retention-setup.ts';
 import { benchDir, fmt, header, row, timed } from './util.ts';
 
-const agent = { id: 'bench', kind: 'agent' as const };
+const DAY = 24 * 60 * 60 * 1000;
 
-async function populate(objects: number) {
-  const dir = benchDir('retention');
-  const items = new SqliteItemStore(path.join(dir, 'alp.db'), { synchronous: 'NORMAL' });
-  const content = await FsContentStore.open(path.join(dir, 'content'));
-  const ctx = createContext({ items, content, clock: new ManualClock('2026-01-01T00:00:00Z') });
-  // Each artifact version is two referenced objects (content + metadata.json); the rest are orphans.
-  const referenced = Math.floor(objects / 2);
-  for (let i = 0; i < referenced / 2; i++)
-    await createArtifact(ctx, agent, { name: `a${i}`, filename: 'f.txt', body: [Buffer.from(`artifact ${i} `.padEnd(2048, '-'))] });
-  for (let i = 0; i < objects - referenced; i++)
-    await content.put(`artifacts/orphan${Math.floor(i / 100)}/v1/o${i}`, [Buffer.from(`orphan ${i} `.padEnd(2048, '.'))]);
-  return { dir, ctx, items };
+interface PlanFigures {
+  ms: number;
+  objectsRead: number;
+  bytesRead: number;
+  candidates: number;
 }
 
-export async function benchRetention(opts: { small?: number; large?: number } = {}): Promise<Record<string, number>> {
-  const results: Record<string, number> = {};
-  for (const [label, n] of [
-    ['small', opts.small ?? 2000],
-    ['large', opts.large ?? 100_000],
-  ] as const) {
-    header(`retention: plan over ${fmt(n)} objects (${fmt(n / 2)} referenced), SQLite + fs`);
-    const { dir, ctx, items } = await populate(n);
-    try {
-      global.gc?.();
-      const heapBefore = process.memoryUsage().heapUsed;
-      const scan = await timed(() => scanReferences(ctx));
-      const heapAfter = process.memoryUsage().heapUsed;
-      const s = scan.value.stats;
-      row(
-        'plan time (reference scan incl. content scan)',
-        `${fmt(scan.ms / 1000, 3)} s`,
-        label === 'small' ? 'target < 0.5 s (registry GC 0.21–0.27 s without content scan)' : '',
-      );
-      row('objects read / bytes read', `${fmt(s.objectsRead)} / ${fmt(s.bytesRead / 1024 / 1024, 1)} MiB`);
-      row('content-scan rate', `${fmt(s.bytesRead / 1024 / 1024 / (scan.ms / 1000), 1)} MB/s`);
-      row('candidates found', fmt(scan.value.candidates.length));
-      row(
-        'memory per tracked object (heap growth / objects)',
-        `${fmt(Math.max(0, heapAfter - heapBefore) / n)} B`,
-        'approximate, GC-dependent',
-      );
-      results[`${label}_plan_s`] = scan.ms / 1000;
-    } finally {
-      await items.close();
-      await fs.rm(dir, { recursive: true, force: true });
-    }
+/** One plan: the reference scan and candidate set a run would act on, outside any fence. */
+async function planOnce(inst: BenchInstallation): Promise<PlanFigures> {
+  const r = await timed(() => scanReferences(inst.ctx));
+  const s = r.value.stats;
+  return { ms: r.ms, objectsRead: s.objectsRead, bytesRead: s.bytesRead, candidates: r.value.candidates.length };
+}
+
+/** The local trusted host, timing how long each withMaintenance holds the fence. */
+function timedHost(inst: BenchInstallation, holds: number[]): RetentionHost {
+  const base = localTrustedHost(inst.ctx, { owner: 'bench retention', approver: operator, evidenceRef: 'BENCH-1', restore: inst.restore });
+  return {
+    ...base,
+    withMaintenance: (epoch, fn) =>
+      base.withMaintenance(epoch, async (m) => {
+        const start = process.hrtime.bigint();
+        try {
+          return await fn(m);
+        } finally {
+          holds.push(Number(process.hrtime.bigint() - start) / 1e6);
+        }
+      }),
+  };
+}
+
+async function runQuarantine(inst: BenchInstallation, host: RetentionHost): Promise<{ ms: number; result: RetentionResult }> {
+  const retention = new ArtifactRetention(inst.ctx.items, inst.ctx.content, { clock: inst.ctx.clock, layout: inst.ctx.layout });
+  try {
+    const epoch = await readEpoch(inst.ctx.items);
+    const r = await timed(() => retention.run(epoch, 'QUARANTINE', host, { maxArtifacts: 1000 }));
+    return { ms: r.ms, result: r.value };
+  } finally {
+    await retention.close();
   }
+}
+
+const verdict = (ok: boolean, goal: string) => `${ok ? 'met' : 'MISS'} (goal ${goal})`;
+const s3 = (ms: number) => `${fmt(ms / 1000, 3)} s`;
+
+async function registryFigures(n: number): Promise<{ dryMs: number; gcMs: number; eligible: number; marked: number } | undefined> {
+  if (!(await registryAvailable())) {
+    row('docker-registry', 'absent', 'MISS: apt-get install -y docker-registry (no registry figures)');
+    return undefined;
+  }
+  const root = benchDir('registry');
+  try {
+    const built = await timed(() => buildRegistryTree(root, n));
+    const config = await registryConfig(root);
+    const a = await registryGc(config, true);
+    const b = await registryGc(config, true);
+    const best = a.ms <= b.ms ? a : b;
+    const real = await registryGc(config, false);
+    row(
+      'registry tree (same object count)',
+      fmt(n),
+      `${fmt(built.value.manifests)} schema2 manifests, ${fmt(built.value.referenced)} referenced blobs, ${fmt(built.value.orphans)} orphans; built in ${fmt(built.ms / 1000, 1)} s`,
+    );
+    row('registry garbage-collect --dry-run (best of 2)', s3(best.ms), `${fmt(best.marked)} marked, ${fmt(best.eligible)} eligible`);
+    row('registry garbage-collect (deleting)', s3(real.ms));
+    return { dryMs: best.ms, gcMs: real.ms, eligible: best.eligible, marked: best.marked };
+  } finally {
+    await fs.rm(root, { recursive: true, force: true });
+  }
+}
+
+function planRow(label: string, p: PlanFigures, note = '') {
+  row(
+    label,
+    s3(p.ms),
+    `${fmt(p.objectsRead)} objects read (${fmt(p.bytesRead / 1024 / 1024, 1)} MiB), ${fmt(p.candidates)} candidates${note ? `; ${note}` : ''}`,
+  );
+}
+
+async function fenceFigures(inst: BenchInstallation, results: Record<string, number>, label: string): Promise<void> {
+  const holds: number[] = [];
+  const host = timedHost(inst, holds);
+  const first = await runQuarantine(inst, host);
+  const firstHold = holds.at(-1) ?? Number.NaN;
+  row(
+    'run 1 (observes every orphan: grace starts)',
+    s3(first.ms),
+    `${first.result.status}; fence held ${s3(firstHold)}, ${fmt(first.result.observed.length)} observed`,
+  );
+  inst.ctx.clock.advance(8 * DAY);
+  const second = await runQuarantine(inst, host);
+  const hold = (second.result as { fence_ms?: number }).fence_ms ?? holds.at(-1) ?? Number.NaN;
+  const source = (second.result as { fence_ms?: number }).fence_ms !== undefined ? 'the run’s fence_ms' : 'timed around withMaintenance';
+  row(
+    'run 2, clock +8 days: QUARANTINE ≤ 1,000 candidates',
+    s3(second.ms),
+    `${second.result.status}, ${fmt(second.result.quarantined.length)} quarantined`,
+  );
+  row('  fence hold of run 2', s3(hold), `${source}; ${inst.objects >= 100_000 ? verdict(hold <= 1000, '≤ 1 s at 100,000') : ''}`);
+  results[`${label}_fence_ms`] = hold;
+  results[`${label}_fence_first_ms`] = firstHold;
+}
+
+async function benchSize(n: number, results: Record<string, number>): Promise<void> {
+  const label = String(n);
+  header(
+    `retention: plan over ${fmt(n)} objects (${fmt(n / 2)} referenced), SQLite + fs, against the registry's offline GC on ${fmt(n)} blobs`,
+  );
+  const reg = await registryFigures(n);
+  const inst = await openBenchInstallation('retention');
+  try {
+    const setup = await timed(() => addObjects(inst, n, 'base'));
+    row(
+      'setup through the library (indexed at write time)',
+      `${fmt(setup.ms / 1000, 1)} s`,
+      `${fmt(n / 4)} versions + ${fmt(n / 2)} orphans`,
+    );
+    const first = await planOnce(inst);
+    planRow('first plan', first);
+    const second = await planOnce(inst);
+    planRow('second plan (nothing new)', second);
+    const grow = async (pct: number) => {
+      const extra = Math.max(4, Math.round((inst.objects * pct) / 100));
+      await addObjects(inst, extra, `plus${pct}`);
+      const p = await planOnce(inst);
+      planRow(
+        `plan after +${pct} % new objects (${fmt(extra)})`,
+        p,
+        `${fmt((p.ms - second.ms) / extra, 3)} ms per new object over the second plan`,
+      );
+      return { p, extra };
+    };
+    const g1 = await grow(1);
+    const g10 = await grow(10);
+    const dropped = await dropReferenceIndex(inst);
+    const backfill = await planOnce(inst);
+    planRow('backfill: plan with no index entries (pre-index objects)', backfill, `${fmt(dropped)} entries deleted first`);
+    const after = await planOnce(inst);
+    planRow('plan after the backfill', after);
+    if (reg) {
+      row('second plan ÷ registry dry run', fmt(second.ms / reg.dryMs, 2), verdict(second.ms <= reg.dryMs, '≤ 1'));
+      row('first plan ÷ registry dry run', fmt(first.ms / reg.dryMs, 2), verdict(first.ms <= 2 * reg.dryMs, '≤ 2'));
+      row('backfill plan ÷ registry dry run', fmt(backfill.ms / reg.dryMs, 2), '(no goal: the one-off index build)');
+      results[`${label}_registry_dry_ms`] = reg.dryMs;
+    }
+    const slope1 = (g1.p.ms - second.ms) / g1.extra;
+    const slope10 = (g10.p.ms - second.ms) / g10.extra;
+    row(
+      'ms per new object: +1 % / +10 %',
+      `${fmt(slope1, 3)} / ${fmt(slope10, 3)}`,
+      'linear in new objects when the two agree (noise at small sizes)',
+    );
+    Object.assign(results, {
+      [`${label}_first_ms`]: first.ms,
+      [`${label}_second_ms`]: second.ms,
+      [`${label}_plus1_ms`]: g1.p.ms,
+      [`${label}_plus10_ms`]: g10.p.ms,
+      [`${label}_backfill_ms`]: backfill.ms,
+    });
+    await fenceFigures(inst, results, label);
+  } finally {
+    await inst.close();
+  }
+}
+
+export async function benchRetention(opts: { sizes?: number[]; rss?: number[] } = {}): Promise<Record<string, number>> {
+  const results: Record<string, number> = {};
+  for (const n of opts.sizes ?? [2000, 20_000, 100_000]) await benchSize(n, results);
+  const rss = opts.rss ?? [10_000, 100_000, ...(process.env.ALP_BENCH_MILLION === '1' ? [1_000_000] : [])];
+  Object.assign(results, await benchRetentionRss(rss));
+  if (!process.env.ALP_BENCH_MILLION) row('1 M RSS case', 'skipped', 'ALP_BENCH_MILLION=1 to run it (builds items and files directly)');
   return results;
 }

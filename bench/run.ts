@@ -25,7 +25,7 @@ const sections: Record<string, () => Promise<unknown>> = {
     await benchDistributed();
     await benchQueueFull(quick ? { transitions: 6 } : {});
   },
-  retention: () => benchRetention(quick ? { small: 2000, large: 10_000 } : {}),
+  retention: () => benchRetention(quick ? { sizes: [2000], rss: [2000, 10_000] } : {}),
   scale: () => benchScale(quick ? { artifacts: 10 } : {}),
   archive: () => benchArchive(quick ? { versions: 60 } : {}),
 };
