@@ -4,6 +4,7 @@ import { registerArtifactCommands } from './commands/artifact.ts';
 import { registerAuditCommands } from './commands/audit.ts';
 import { registerExecCommands } from './commands/exec.ts';
 import { registerLifecycleCommands } from './commands/lifecycle.ts';
+import { registerPinCommands } from './commands/pins.ts';
 import { registerRecoveryCommands } from './commands/recovery.ts';
 import { registerRetentionCommands } from './commands/retention.ts';
 import { registerServeCommands } from './commands/serve.ts';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerRecoveryCommands(program);
   registerStorageRuleCommands(program);
   registerRetentionCommands(program);
+  registerPinCommands(program);
   for (const cmd of allCommands(program)) cmd.exitOverride().configureOutput({ outputError: () => {} });
   return program;
 }

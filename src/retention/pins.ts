@@ -25,7 +25,8 @@ import { PIN_LOG_SK_PREFIX, PIN_SK_PREFIX, PINS_PK, pinLogSk, pinSk } from '../c
 import type { Principal } from '../lifecycle/model.ts';
 import { cond, type Item, type ItemStore, MAX_PAGE_LIMIT, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { fenceCheck, readFence } from '../system/fence.ts';
+import { fenceCheck, fenceKey, readFence } from '../system/fence.ts';
+import { epochCheck, readEpoch } from '../system/state.ts';
 
 export const MAX_PIN_REASON_LENGTH = 500;
 const DIGEST_PREFIX = 'sha256:';
@@ -125,34 +126,58 @@ function checkedChange(by: Principal, reason: string, what: string): string {
   return why;
 }
 
-/** The pin write, its log record and the fence check in one transaction, with the audit sinks' event. */
+/**
+ * The pin write, its log record and the fence check in one transaction, with the audit sinks' event.
+ * While a maintenance holds the fence the change is refused (MAINTENANCE): that maintenance read its
+ * pins when it began. One exception: a fence abandoned in an older epoch (a crashed purge, waiting for
+ * `alp maintenance release`) — its holder can no longer commit, and the release's recovery scan, which
+ * runs after it takes the fence over, reads the stored pins. Then the transaction conditions on that
+ * abandoned fence (same token, same epoch) and on the current epoch instead, so a takeover in between
+ * refuses it.
+ */
 async function commitChange(ctx: PinDeps, op: TransactOp, event: PinEvent): Promise<void> {
   const id = newId(ctx.clock);
   const hex = event.digest.slice(DIGEST_PREFIX.length);
   const { digest: _d, ...rest } = event;
   const log: Item = { PK: PINS_PK, SK: pinLogSk(event.at, id), type: 'pin_event', digest_hex: hex, ...rest };
-  const core: TransactOp[] = [op, { op: 'put', item: log, condition: cond.notExists() }, fenceCheck(ctx)];
   const audit = {
     event_id: `pin:${hex}:${event.action}:${id}`,
     type: `pin_${event.action}`,
     aggregate_id: `pin:${hex}`,
     timestamp: event.at,
   };
-  const sinks = await sinkOpsFor(ctx.auditSinks, [audit], MAX_TRANSACT_OPS - core.length);
-  try {
+  const attempt = async (fenceOps: TransactOp[]) => {
+    const core: TransactOp[] = [op, { op: 'put', item: log, condition: cond.notExists() }, ...fenceOps];
+    const sinks = await sinkOpsFor(ctx.auditSinks, [audit], MAX_TRANSACT_OPS - core.length);
     await commitWithSinks((sinkOps) => ctx.items.transactWrite([...core, ...sinkOps]), sinks, core.length);
+  };
+  try {
+    await attempt([fenceCheck(ctx)]);
+    return;
   } catch (e) {
-    if (e instanceof ConditionFailed && e.failedIndex === 2) {
-      const f = await readFence(ctx);
-      throw new MaintenanceInProgress(
-        f
-          ? `maintenance is in progress: ${f.holder} (${f.purpose}) holds the fence in epoch ${f.epoch}; change pins when it ends`
-          : undefined,
-        f ? { holder: f.holder, epoch: f.epoch } : undefined,
-      );
-    }
-    throw e;
+    if (!(e instanceof ConditionFailed && e.failedIndex === 2)) throw e;
   }
+  const f = await readFence(ctx);
+  const epoch = await readEpoch(ctx.items);
+  if (f && f.epoch < epoch) {
+    const onAbandoned: TransactOp = {
+      op: 'check',
+      key: fenceKey,
+      condition: cond.and(cond.eq('token', f.token), cond.eq('epoch', f.epoch)),
+    };
+    try {
+      await attempt([onAbandoned, epochCheck(epoch)]);
+      return;
+    } catch (e) {
+      if (!(e instanceof ConditionFailed && (e.failedIndex === 2 || e.failedIndex === 3))) throw e;
+    }
+  }
+  throw new MaintenanceInProgress(
+    f
+      ? `maintenance is in progress: ${f.holder} (${f.purpose}) holds the fence in epoch ${f.epoch}; change pins when it ends`
+      : 'maintenance is in progress (the fence is being taken or released); change pins when it ends',
+    f ? { holder: f.holder, epoch: f.epoch } : undefined,
+  );
 }
 
 async function* pages(items: ItemStore, prefix: string, pageSize = MAX_PAGE_LIMIT): AsyncGenerator<Item> {
