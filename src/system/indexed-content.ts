@@ -1,0 +1,273 @@
+/**
+ * The reference index written at write time (issue 17 item 1; docs/design.md §6 "reference index"):
+ * `indexedContent` decorates a ContentStore so that every object written under an indexed prefix gets
+ * its entry (system/ref-index.ts) from the same pass that hashes it. The body is teed through a
+ * ReferenceScanner (core/digest-scan.ts: 64 KiB reads with straddling, gzip members decompressed with
+ * the 1 GiB bound) while the engine streams it; once the put has returned (durable) the entry is written
+ * with a plain `items.put`, digest and size from the PutResult.
+ *
+ * The conservative rule: a missing entry means "scan the bytes". So an entry is written only for a
+ * write that succeeded and a scan that finished (a decompression bomb, a history segment that is not
+ * gzip: none); a failed entry write is skipped silently and never fails the write; more digests than an
+ * entry holds are written as `overflow` (scan me). Entries are never written for a write that failed.
+ *
+ * - put: as above; `repair` (restore) writes are indexed like any other.
+ * - stage/publish: scanned during stage, written after publish succeeded; discard forgets.
+ * - copy (archive copies, server-side on S3, never read back): the source's entry is copied to the
+ *   target when it is well-formed and has the digest and size of the copy; otherwise none.
+ * - delete (retention's purge): the entry is deleted after the object was.
+ * Indexed keys: the immutable prefixes (artifacts/, executions/, archive/), packed history segments
+ * (gzip required) and provenance/ (mutable: each put replaces the entry; readers compare the entry's
+ * digest with the digest the items record, as for every entry). Everything else passes through.
+ *
+ * Every other property and method is the engine's own (a Proxy): `location`, `hasStorageClasses`, the
+ * optional storage-class and lifecycle methods exactly when the engine has them, engine extras.
+ */
+import type { Body, ContentStore, PutOptions, PutResult, StagedObject } from '../content/content-store.ts';
+import type { Clock } from '../core/clock.ts';
+import { DigestAccumulator } from '../core/digest.ts';
+import { ReferenceScanner } from '../core/digest-scan.ts';
+import { ArchivedCold, NotFound } from '../core/errors.ts';
+import { HISTORY_SEGMENT_PREFIX, IMMUTABLE_PREFIXES, MUTABLE_PREFIXES } from '../core/object-keys.ts';
+import type { ItemStore } from '../store/item-store.ts';
+import type { Layout } from './layout.ts';
+import {
+  contentRootId,
+  deleteRefIndexEntry,
+  entryOf,
+  MAX_INDEXED_DIGESTS,
+  putRefIndexEntry,
+  type RefIndexEntry,
+  refIndexKey,
+} from './ref-index.ts';
+
+const INDEXED_PREFIXES: readonly string[] = [...IMMUTABLE_PREFIXES, HISTORY_SEGMENT_PREFIX, ...MUTABLE_PREFIXES];
+const INNER = Symbol('alp.indexedContent.inner');
+
+/** Whether writes at `key` are indexed. */
+export function isIndexedKey(key: string): boolean {
+  return INDEXED_PREFIXES.some((p) => key.startsWith(p));
+}
+
+function scannerFor(key: string): ReferenceScanner {
+  return new ReferenceScanner({
+    what: `object ${key}`,
+    requireGzip: key.startsWith(HISTORY_SEGMENT_PREFIX),
+    maxDigests: MAX_INDEXED_DIGESTS,
+  });
+}
+
+/** The engine an indexed store decorates (itself when it is not one). */
+export function innerContent(content: ContentStore): ContentStore {
+  return (content as { [INNER]?: ContentStore })[INNER] ?? content;
+}
+
+/** Passes the body through unchanged, pushing every chunk into the scanner on the way. */
+async function* tee(body: Body, scanner: ReferenceScanner): AsyncGenerator<Uint8Array> {
+  let whole = false;
+  try {
+    for await (const chunk of body as AsyncIterable<Uint8Array>) {
+      await scanner.push(chunk);
+      yield chunk;
+    }
+    whole = true;
+  } finally {
+    if (!whole) scanner.abort();
+  }
+}
+
+/** What an entry for a finished scan says, or undefined when the scan failed (then: no entry). */
+async function entryFrom(key: string, result: PutResult, scanner: ReferenceScanner, clock: Clock): Promise<RefIndexEntry | undefined> {
+  let digests: Set<string>;
+  try {
+    digests = await scanner.finish();
+  } catch {
+    return undefined;
+  }
+  if (scanner.bytes !== result.size) return undefined;
+  const overflow = scanner.overflow || digests.size > MAX_INDEXED_DIGESTS;
+  return {
+    key,
+    digest: result.digest,
+    size: result.size,
+    digests: overflow ? [] : [...digests].sort(),
+    ...(overflow ? { overflow: true } : {}),
+    indexed_at: clock.now().toISOString(),
+  };
+}
+
+class Indexer {
+  private readonly root: string;
+  /** Scans of staged objects, by the engine's StagedObject, until published or discarded. */
+  private readonly staged = new WeakMap<StagedObject, Promise<RefIndexEntry | undefined>>();
+
+  constructor(
+    readonly inner: ContentStore,
+    private readonly items: ItemStore,
+    private readonly layout: () => Layout,
+    private readonly clock: Clock,
+  ) {
+    this.root = contentRootId(inner.location);
+  }
+
+  async put(key: string, body: Body, opts?: PutOptions): Promise<PutResult> {
+    if (!isIndexedKey(key)) return this.inner.put(key, body, opts);
+    const scanner = scannerFor(key);
+    const result = await this.inner.put(key, tee(body, scanner), opts);
+    await this.write(key, await entryFrom(key, result, scanner, this.clock));
+    return result;
+  }
+
+  async stage(key: string, body: Body, opts?: PutOptions): Promise<StagedObject> {
+    if (!isIndexedKey(key)) return this.inner.stage(key, body, opts);
+    const scanner = scannerFor(key);
+    const staged = await this.inner.stage(key, tee(body, scanner), opts);
+    const entry = entryFrom(key, staged, scanner, this.clock);
+    this.staged.set(staged, entry);
+    return staged;
+  }
+
+  async publish(staged: StagedObject[]): Promise<void> {
+    const entries = staged.map((s) => this.staged.get(s));
+    for (const s of staged) this.staged.delete(s);
+    await this.inner.publish(staged);
+    for (const [i, s] of staged.entries()) {
+      const entry = entries[i];
+      if (entry) await this.write(s.key, await entry);
+    }
+  }
+
+  async discard(staged: StagedObject[]): Promise<void> {
+    for (const s of staged) this.staged.delete(s);
+    await this.inner.discard(staged);
+  }
+
+  async copy(sourceKey: string, targetKey: string, opts: Parameters<ContentStore['copy']>[2]): Promise<PutResult> {
+    const result = await this.inner.copy(sourceKey, targetKey, opts);
+    if (!isIndexedKey(targetKey)) return result;
+    try {
+      const source = entryOf(await this.items.get(refIndexKey(this.root, sourceKey, this.shards()), { consistent: true }));
+      const same = source && source.key === sourceKey && source.digest === result.digest && source.size === result.size;
+      await this.write(targetKey, same ? { ...source, key: targetKey, indexed_at: this.clock.now().toISOString() } : undefined);
+    } catch {
+      // No entry for the copy: it is scanned (or backfilled) like any object without one.
+    }
+    return result;
+  }
+
+  async delete(key: string): Promise<boolean> {
+    const existed = await this.inner.delete(key);
+    if (isIndexedKey(key)) await deleteRefIndexEntry(this.items, this.root, this.shards(), key).catch(() => {});
+    return existed;
+  }
+
+  /**
+   * Writes the entry; a failure is skipped (a missing entry means "scan the bytes"). Without an entry
+   * to write, a mutable key's previous entry is removed: it described bytes that were replaced.
+   */
+  private async write(key: string, entry: RefIndexEntry | undefined): Promise<void> {
+    try {
+      if (entry) await putRefIndexEntry(this.items, this.root, this.shards(), entry);
+      else if (!isCreateOnly(key)) await deleteRefIndexEntry(this.items, this.root, this.shards(), key);
+    } catch {
+      if (entry && !isCreateOnly(key)) await deleteRefIndexEntry(this.items, this.root, this.shards(), key).catch(() => {});
+    }
+  }
+
+  private shards(): number {
+    return this.layout().index_shards;
+  }
+}
+
+function isCreateOnly(key: string): boolean {
+  return !MUTABLE_PREFIXES.some((p) => key.startsWith(p));
+}
+
+const OVERRIDDEN = new Set<PropertyKey>(['put', 'stage', 'publish', 'discard', 'copy', 'delete']);
+
+/**
+ * `content` with its writes indexed into `items` (see the module comment). `layout` is the
+ * installation's (or a function returning it: the shard count is read at each write). An indexed store
+ * given here is re-decorated from its engine, never stacked.
+ */
+export function indexedContent(content: ContentStore, items: ItemStore, layout: Layout | (() => Layout), clock: Clock): ContentStore {
+  const inner = innerContent(content);
+  const indexer = new Indexer(inner, items, typeof layout === 'function' ? layout : () => layout, clock);
+  const bound = new Map<PropertyKey, unknown>();
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === INNER) return target;
+      if (OVERRIDDEN.has(prop)) {
+        const method = indexer[prop as 'put'] as (...a: unknown[]) => unknown;
+        if (!bound.has(prop)) bound.set(prop, method.bind(indexer));
+        return bound.get(prop);
+      }
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      // The engine's own methods run on the engine (its put calls its own stage, not the indexed one).
+      if (!bound.has(prop)) bound.set(prop, value.bind(target));
+      return bound.get(prop);
+    },
+  });
+}
+
+export interface IndexingContext {
+  items: ItemStore;
+  content: ContentStore;
+  layout: Layout;
+  clock: Clock;
+}
+
+export interface ScannedAndIndexed {
+  /** The entry written (or that could not be written: the scan's result either way). */
+  entry: RefIndexEntry;
+  /** Every digest found inside, however many (the entry holds none when it overflowed). */
+  digests: Set<string>;
+}
+
+/**
+ * The backfill (issue 17 item 1: objects written before the index): reads `key` raw, hashes and scans
+ * it in one pass, writes its entry and returns it with every digest found. Undefined for an object that
+ * is absent or cold (ARCHIVED_COLD: not readable until restored). A scan that fails closed (a
+ * decompression bomb: INVALID; a history segment that is not gzip: INTEGRITY) throws as
+ * `scanForDigests` does, and no entry is written. A failed entry write is not an error (the object is
+ * simply scanned again next time).
+ */
+export async function scanAndIndex(ctx: IndexingContext, key: string): Promise<ScannedAndIndexed | undefined> {
+  let stream: AsyncIterable<Uint8Array>;
+  try {
+    stream = await ctx.content.readRaw(key);
+  } catch (e) {
+    if (e instanceof NotFound || e instanceof ArchivedCold) return undefined;
+    throw e;
+  }
+  const scanner = new ReferenceScanner({ what: `object ${key}`, requireGzip: key.startsWith(HISTORY_SEGMENT_PREFIX) });
+  const acc = new DigestAccumulator();
+  try {
+    for await (const chunk of stream) {
+      acc.update(chunk);
+      await scanner.push(chunk);
+      if (scanner.failed) throw scanner.failed;
+    }
+  } finally {
+    if (scanner.failed) (stream as { destroy?: () => void }).destroy?.();
+  }
+  const digests = await scanner.finish();
+  const overflow = digests.size > MAX_INDEXED_DIGESTS;
+  const entry: RefIndexEntry = {
+    key,
+    digest: acc.digest(),
+    size: acc.size,
+    digests: overflow ? [] : [...digests].sort(),
+    ...(overflow ? { overflow: true } : {}),
+    indexed_at: ctx.clock.now().toISOString(),
+  };
+  const root = contentRootId(ctx.content.location);
+  await putRefIndexEntry(ctx.items, root, ctx.layout.index_shards, entry).catch(() => {});
+  return { entry, digests };
+}
+
+/** `scanAndIndex`'s entry alone (the brief's form): undefined for an absent or cold object. */
+export async function indexObject(ctx: IndexingContext, key: string): Promise<RefIndexEntry | undefined> {
+  return (await scanAndIndex(ctx, key))?.entry;
+}
