@@ -5,7 +5,7 @@
  */
 import { telqIdSk, telqShardPk } from '../core/keys.ts';
 import { type Item, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
-import { commitLeavingLost, type QueueView } from './claim.ts';
+import { commitLeavingLost, FIXED_CHECKS, type QueueView } from './claim.ts';
 import { type AckInput, type AckRefusal, type AckResult, ackOps, ackRefusal } from './records.ts';
 import { leavingCounterOps, recordShard } from './shards.ts';
 
@@ -17,8 +17,8 @@ interface AckPlan {
   ops: TransactOp[];
 }
 
-/** Records per transaction: two deletes each, beside the two checks and the shards' counter updates. */
-const PER_TRANSACTION = Math.floor((MAX_TRANSACT_OPS - 3) / 2);
+/** Records per transaction: two deletes each, beside the three checks and the shards' counter updates. */
+const PER_TRANSACTION = Math.floor((MAX_TRANSACT_OPS - FIXED_CHECKS - 1) / 2);
 
 async function readTargets(q: QueueView, acks: AckInput[]): Promise<{ ids: Map<string, Item>; records: Map<string, Item> }> {
   const n = q.layout.shards;
@@ -32,7 +32,7 @@ async function readTargets(q: QueueView, acks: AckInput[]): Promise<{ ids: Map<s
 /** Commits one chunk; a record whose lease changed meanwhile is refused ('lost') and the rest retried. */
 async function commitAcks(q: QueueView, epoch: number, chunk: AckPlan[], results: Map<number, AckResult>): Promise<void> {
   const done = await commitLeavingLost(
-    q.items,
+    q,
     epoch,
     chunk,
     (pending) => leavingCounterOps(pending, 'delivered', q.layout.shards),
@@ -55,7 +55,7 @@ function* ackChunks(plan: AckPlan[]): Generator<AckPlan[]> {
     const extra = shards.has(p.shard) ? 0 : 1;
     if (
       current.length > 0 &&
-      (current.length >= PER_TRANSACTION || 2 + shards.size + extra + 2 * (current.length + 1) > MAX_TRANSACT_OPS)
+      (current.length >= PER_TRANSACTION || FIXED_CHECKS + shards.size + extra + 2 * (current.length + 1) > MAX_TRANSACT_OPS)
     ) {
       yield current;
       current = [];

@@ -10,6 +10,7 @@ import { randomToken } from '../core/ids.ts';
 import { TELQ_FRESH_PREFIX, TELQ_SK_END, telqIdSk, telqLeaseEpochPrefix, telqLeaseSk, telqShardPk, telqTimeBound } from '../core/keys.ts';
 import { cond, type Item, type ItemStore, MAX_TRANSACT_OPS, type SkCondition, type TransactOp } from '../store/item-store.ts';
 import { epochCheck, noRestoreHoldCheck, readEpoch, readRestoreHold } from '../system/state.ts';
+import { telemetryFenceCheck, telemetryFenced, telemetryIsFenced } from './fence.ts';
 import { type ClaimedRecord, idItem, type RecordKind } from './records.ts';
 import { leavingCounterOps, readQueueStates } from './shards.ts';
 import type { ShardLayout } from './sink.ts';
@@ -20,6 +21,8 @@ const MAX_EXHAUST_PER_CLAIM = 500;
 export interface QueueView {
   items: ItemStore;
   layout: ShardLayout;
+  /** The installation's fence shard count (telemetry/fence.ts). */
+  fenceShards: number;
 }
 
 export interface ClaimRequest {
@@ -41,17 +44,36 @@ interface Planned {
   claimed?: ClaimedRecord;
 }
 
-export async function preflight(items: ItemStore, epoch: number): Promise<void> {
-  const [hold, current] = await Promise.all([readRestoreHold(items), readEpoch(items)]);
+/**
+ * Before any read or write of a claim or acknowledgement: the restore hold, the epoch, and the fence
+ * (an eventually consistent read of the fence shard of outbox shard 0: fails fast, and refuses a claim
+ * that would find nothing to write too; the guarantee is each transaction's fence check).
+ */
+export async function preflight(q: QueueView, epoch: number): Promise<void> {
+  const [hold, current, fenced] = await Promise.all([
+    readRestoreHold(q.items),
+    readEpoch(q.items),
+    telemetryIsFenced(q.items, q.fenceShards, 0, q.layout.shards),
+  ]);
   if (hold) throw new RestoreHeld('a restore hold is in force: telemetry cannot be claimed or acknowledged until the restore is activated');
   if (epoch !== current) throw new StaleEpoch(epoch, current);
+  if (fenced) throw telemetryFenced('claim and acknowledge');
 }
 
-/** Failed index 0 is the epoch check and 1 the restore-hold check in every claim/ack transaction. */
+/** Operations every claim/ack transaction starts with: the epoch, restore-hold and fence checks. */
+export const FIXED_CHECKS = 3;
+
+/** Failed index 0 is the epoch check, 1 the restore-hold check and 2 the fence check in every claim/ack transaction. */
 export async function raiseEpochOrHold(items: ItemStore, epoch: number, failedIndex: number): Promise<void> {
   if (failedIndex === 0) throw new StaleEpoch(epoch, await readEpoch(items));
   if (failedIndex === 1)
     throw new RestoreHeld('a restore hold is in force: telemetry cannot be claimed or acknowledged until the restore is activated');
+  if (failedIndex === 2) throw telemetryFenced('claim and acknowledge');
+}
+
+/** The checks a claim/ack transaction on outbox shard `shard` starts with (FIXED_CHECKS of them). */
+export function fixedChecks(q: QueueView, epoch: number, shard: number): TransactOp[] {
+  return [epochCheck(epoch), noRestoreHoldCheck(), telemetryFenceCheck(q.fenceShards, shard, q.layout.shards)];
 }
 
 const RECORD_TYPES: readonly unknown[] = ['telemetry_record', 'telemetry_batch'];
@@ -112,12 +134,11 @@ async function shardsToVisit(q: QueueView, rotor: number): Promise<number[]> {
 }
 
 /** Turns a batch item into its records (one transaction); [] when another claimer unpacked it first. */
-async function unpack(q: QueueView, epoch: number, batch: Item): Promise<Item[]> {
+async function unpack(q: QueueView, epoch: number, shard: number, batch: Item): Promise<Item[]> {
   const records = (batch.records as Item[]).map((r) => ({ ...r, PK: batch.PK }) as Item);
   try {
     await q.items.transactWrite([
-      epochCheck(epoch),
-      noRestoreHoldCheck(),
+      ...fixedChecks(q, epoch, shard),
       { op: 'delete', key: { PK: batch.PK, SK: batch.SK }, condition: cond.exists() },
       ...records.map((item): TransactOp => ({ op: 'put', item, condition: cond.notExists() })),
     ]);
@@ -143,7 +164,7 @@ async function nextOf(q: QueueView, epoch: number, src: Source): Promise<Item | 
     const r = await src.gen.next();
     if (r.done) return undefined;
     if (r.value.type !== 'telemetry_batch') return r.value;
-    src.buffer.push(...(await unpack(q, epoch, r.value)));
+    src.buffer.push(...(await unpack(q, epoch, src.shard, r.value)));
   }
 }
 
@@ -285,22 +306,23 @@ function* chunks(plan: Planned[], budget: number): Generator<Planned[]> {
 }
 
 /**
- * Commits `plans` in one transaction under the epoch and restore-hold checks, `counterOps(pending)`
- * first. A plan whose own operation's condition failed (someone else took or settled that record
- * meanwhile) is left out, `onLost` is told, and the rest is retried. Returns the plans that committed.
- * Shared by claim and acknowledge.
+ * Commits `plans` in one transaction under the epoch, restore-hold and fence checks (the fence shard
+ * of the first plan's outbox shard), `counterOps(pending)` first. A plan whose own operation's
+ * condition failed (someone else took or settled that record meanwhile) is left out, `onLost` is
+ * told, and the rest is retried. Returns the plans that committed. Shared by claim and acknowledge.
  */
-export async function commitLeavingLost<P extends { ops: TransactOp[] }>(
-  items: ItemStore,
+export async function commitLeavingLost<P extends { ops: TransactOp[]; shard: number }>(
+  q: QueueView,
   epoch: number,
   plans: P[],
   counterOps: (pending: P[]) => TransactOp[],
   onLost: (lost: P) => void = () => {},
 ): Promise<P[]> {
+  const items = q.items;
   let pending = plans;
   while (pending.length > 0) {
     const counters = counterOps(pending);
-    const ops: TransactOp[] = [epochCheck(epoch), noRestoreHoldCheck(), ...counters];
+    const ops: TransactOp[] = [...fixedChecks(q, epoch, (pending[0] as P).shard), ...counters];
     const owners: Array<P | undefined> = ops.map(() => undefined);
     for (const p of pending) {
       ops.push(...p.ops);
@@ -325,7 +347,7 @@ export async function commitLeavingLost<P extends { ops: TransactOp[] }>(
 function commitChunk(q: QueueView, epoch: number, chunk: Planned[]): Promise<Planned[]> {
   const exhausted = (pending: Planned[]) =>
     pending.filter((x) => x.kind === 'exhaust').map((p) => ({ shard: p.shard, bytes: p.rec.bytes as number }));
-  return commitLeavingLost(q.items, epoch, chunk, (pending) => leavingCounterOps(exhausted(pending), 'exhausted', q.layout.shards));
+  return commitLeavingLost(q, epoch, chunk, (pending) => leavingCounterOps(exhausted(pending), 'exhausted', q.layout.shards));
 }
 
 /**
@@ -335,7 +357,7 @@ function commitChunk(q: QueueView, epoch: number, chunk: Planned[]): Promise<Pla
 export async function claimRecords(q: QueueView, req: ClaimRequest): Promise<ClaimedRecord[]> {
   const plan = await planClaim(q, req);
   const out: ClaimedRecord[] = [];
-  for (const chunk of chunks(plan, MAX_TRANSACT_OPS - 2)) {
+  for (const chunk of chunks(plan, MAX_TRANSACT_OPS - FIXED_CHECKS)) {
     for (const p of await commitChunk(q, req.epoch, chunk)) if (p.claimed) out.push(p.claimed);
   }
   return out;

@@ -31,7 +31,8 @@ import { cond, type Item, type ItemStore } from '../store/item-store.ts';
 import type { AuditSink } from '../system/context.ts';
 import { CURRENT_SCHEMA } from '../system/schema.ts';
 import { acknowledgeRecords } from './ack.ts';
-import { claimRecords, preflight } from './claim.ts';
+import { claimRecords, preflight, type QueueView } from './claim.ts';
+import { installationFenceShards, telemetryFenceCheck, telemetryFenced } from './fence.ts';
 import { LIMIT_NAMES, resolveLimits, type TelemetryLimits } from './limits.ts';
 import {
   type AckInput,
@@ -109,6 +110,8 @@ export class TelemetryQueue {
   private opening: Promise<ShardLayout> | undefined;
   private readonly requested: TelemetryLimits | undefined;
   private readonly requestedShards: number;
+  /** The installation's fence shard count: given, or read from its record at open (telemetry/fence.ts). */
+  private fenceShards: number | undefined;
   private readonly clock: Clock;
   /** Shards the last commit of this process found full (sink.ts). */
   private readonly full = new Set<number>();
@@ -120,15 +123,17 @@ export class TelemetryQueue {
    * with the persisted limits otherwise (a difference is refused). Without them, a new queue gets the
    * defaults and an existing one keeps its own. `shards` (the layout's telemetry_shards, default 1)
    * only matters to the process that initialises the queue: the count is fixed then, and every later
-   * open uses the persisted one.
+   * open uses the persisted one. `fenceShards` (the layout's fence_shards): where the custom enqueue,
+   * claim and acknowledge check the maintenance fence; read from the installation record when not given.
    */
   constructor(
     readonly items: ItemStore,
     limits?: Partial<TelemetryLimits>,
-    opts: { clock?: Clock; shards?: number } = {},
+    opts: { clock?: Clock; shards?: number; fenceShards?: number } = {},
   ) {
     this.requested = limits === undefined ? undefined : resolveLimits(limits);
     this.requestedShards = opts.shards ?? 1;
+    this.fenceShards = opts.fenceShards;
     this.clock = opts.clock ?? systemClock;
   }
 
@@ -169,6 +174,7 @@ export class TelemetryQueue {
     }
     const shards = shardsOf(item);
     if (shards > 1) await this.ensureShards(persisted, shards, item.initialised_at as string);
+    this.fenceShards ??= await installationFenceShards(this.items);
     return { limits: persisted, shards };
   }
 
@@ -274,19 +280,24 @@ export class TelemetryQueue {
     const existing = await this.items.get({ PK: pk, SK: telqIdSk(id) }, { consistent: true });
     if (existing) return this.duplicate(id, existing, digest, clean.bytes);
     const dropped: EnqueueResult = { id, status: 'dropped', bytes: clean.bytes };
+    // Every write of a custom enqueue carries the fence check (index 0): MAINTENANCE while a maintenance holds it.
+    const fence = telemetryFenceCheck(this.fenceShards ?? 1, shard, layout.shards);
+    const fenced = (e: unknown) => e instanceof ConditionFailed && e.failedIndex === 0;
     if (this.full.has(shard)) {
       // Last seen full: the complementary drop commits while it still is (one write).
       try {
-        await this.items.transactWrite([dropOp(key, 1, false, limits, clean.bytes)]);
+        await this.items.transactWrite([fence, dropOp(key, 1, false, limits, clean.bytes)]);
         return dropped;
       } catch (e) {
         if (!(e instanceof ConditionFailed)) throw e;
+        if (fenced(e)) throw telemetryFenced('enqueue');
         this.full.delete(shard);
       }
     }
     const rec = recordItem(pk, id, 'custom', clean.value, clean.bytes, atMs, true);
     try {
       await this.items.transactWrite([
+        fence,
         admitOp(key, limits, 1, clean.bytes),
         { op: 'put', item: idItem(pk, id, rec.SK, clean.bytes, digest), condition: cond.notExists() },
         { op: 'put', item: rec, condition: cond.notExists() },
@@ -294,15 +305,25 @@ export class TelemetryQueue {
       return { id, status: 'accepted', bytes: clean.bytes };
     } catch (e) {
       if (!(e instanceof ConditionFailed)) throw e;
-      if (e.failedIndex === 0) {
+      if (fenced(e)) throw telemetryFenced('enqueue');
+      if (e.failedIndex === 1) {
         this.full.add(shard);
-        await this.items.transactWrite([dropOp(key, 1)]);
+        try {
+          await this.items.transactWrite([fence, dropOp(key, 1)]);
+        } catch (d) {
+          throw fenced(d) ? telemetryFenced('enqueue') : d;
+        }
         return dropped;
       }
       const racing = await this.items.get({ PK: pk, SK: telqIdSk(id) }, { consistent: true });
       if (racing) return this.duplicate(id, racing, digest, clean.bytes);
       throw new Conflict(`telemetry record ${id} changed concurrently; retry`);
     }
+  }
+
+  private async view(): Promise<QueueView> {
+    const layout = await this.openLayout();
+    return { items: this.items, layout, fenceShards: this.fenceShards ?? 1 };
   }
 
   private duplicate(id: string, existing: Item, digest: string, bytes: number): EnqueueResult {
@@ -320,7 +341,8 @@ export class TelemetryQueue {
    * token, up to `maxRecords` and `maxBytes` (payload bytes; a cap smaller than the oldest available
    * record is an error, not an empty batch), visiting the shards round-robin (claim.ts). Records whose
    * last permitted lease has expired are exhausted on the way: they leave the queue, release capacity
-   * and count in `exhausted`. Refused in a stale epoch and while a restore hold is in force.
+   * and count in `exhausted`. Refused in a stale epoch, while a restore hold is in force, and (MAINTENANCE)
+   * while a maintenance holds the fence.
    */
   async claim(epoch: number, owner: string, now: Moment, opts: ClaimOptions = {}): Promise<ClaimedRecord[]> {
     validateEpoch(epoch);
@@ -329,9 +351,9 @@ export class TelemetryQueue {
     const maxRecords = intOption('maxRecords', opts.maxRecords, DEFAULT_CLAIM.maxRecords, 1, MAX_CLAIM_RECORDS);
     const maxBytes = intOption('maxBytes', opts.maxBytes, DEFAULT_CLAIM.maxBytes, 1, Number.MAX_SAFE_INTEGER);
     const leaseMs = intOption('leaseMs', opts.leaseMs, DEFAULT_CLAIM.leaseMs, 1, MAX_LEASE_MS);
-    const layout = await this.openLayout();
-    await preflight(this.items, epoch);
-    return claimRecords({ items: this.items, layout }, { epoch, owner, nowMs, maxRecords, maxBytes, leaseMs, rotor: this.rotor });
+    const view = await this.view();
+    await preflight(view, epoch);
+    return claimRecords(view, { epoch, owner, nowMs, maxRecords, maxBytes, leaseMs, rotor: this.rotor });
   }
 
   /**
@@ -361,8 +383,8 @@ export class TelemetryQueue {
         throw new InvalidInput('a lease token is required');
     }
     const atMs = toMs(at, 'at');
-    const layout = await this.openLayout();
-    await preflight(this.items, epoch);
-    return acknowledgeRecords({ items: this.items, layout }, epoch, owner, acks, atMs);
+    const view = await this.view();
+    await preflight(view, epoch);
+    return acknowledgeRecords(view, epoch, owner, acks, atMs);
   }
 }
