@@ -128,10 +128,26 @@ export interface TransactOptions {
   token?: string;
 }
 
+/**
+ * A page of a scan of the base table. With `segment` and `totalSegments` (both or neither; total 1 to
+ * MAX_SCAN_SEGMENTS, 0 <= segment < total, InvalidInput otherwise) the pages are those of one of
+ * `totalSegments` disjoint parts of the table whose union is the table (DynamoDB's parallel Scan:
+ * Segment / TotalSegments). Every item of one partition (PK) lies in one segment. The cursor carries
+ * the segment: a cursor of another segment, or of an unsegmented scan, is InvalidInput.
+ */
+export interface ScanOptions {
+  cursor?: string;
+  limit?: number;
+  segment?: number;
+  totalSegments?: number;
+}
+
 export const MAX_ITEM_BYTES = 400 * 1024;
 export const MAX_TRANSACT_OPS = 100;
 export const MAX_TRANSACT_BYTES = 4 * 1024 * 1024;
 export const MAX_PAGE_LIMIT = 1000;
+/** DynamoDB's limit of TotalSegments. */
+export const MAX_SCAN_SEGMENTS = 1000;
 
 /**
  * A read-only view of the whole base table, for backups. With `pointInTime` every page comes from one
@@ -142,8 +158,8 @@ export const MAX_PAGE_LIMIT = 1000;
  */
 export interface ItemSnapshot {
   readonly pointInTime: boolean;
-  /** Every item of the view, in pages, like ItemStore.scan. */
-  scan(opts?: { cursor?: string; limit?: number }): Promise<Page>;
+  /** Every item of the view, in pages, like ItemStore.scan (segments included). */
+  scan(opts?: ScanOptions): Promise<Page>;
   close(): Promise<void>;
 }
 
@@ -192,8 +208,29 @@ export interface ItemStore {
    * applied in batches, so callers must tolerate a partial application and retry the whole call.
    */
   batchPut(items: Item[]): Promise<void>;
-  /** Every item of the base table, in pages. For offline maintenance only, never a request path. */
-  scan(opts?: { cursor?: string; limit?: number }): Promise<Page>;
+  /**
+   * Every item of the base table, in pages (strongly consistent), or one segment of it (ScanOptions).
+   * For maintenance only, never a request path.
+   */
+  scan(opts?: ScanOptions): Promise<Page>;
+  /**
+   * An opaque mark of "now" for scanChangedSince. Cheap (one read at most); never writes.
+   */
+  changeMark(): Promise<string>;
+  /**
+   * Pages of items that changed since `mark` (a changeMark() of this store): every item put or updated
+   * (put, update, transactWrite puts and updates, batchPut) by a write that committed after changeMark()
+   * returned is in the pages, as `get` returns it then. Deletes are not reported. Conservative: items
+   * written before the mark may appear too, and an item may appear more than once (it changed again
+   * while the pages were read). Segments and cursors as in scan. InvalidInput for a mark that is not
+   * one of this engine's.
+   * - SQLite: every write transaction stamps the rows it writes with the next value of a write
+   *   sequence, and this reads, through an index, only the rows stamped after the mark: O(changed rows).
+   * - DynamoDB: (for now) every item of the table, i.e. a full (optionally segmented) scan: correct by
+   *   construction, O(table). DynamoDB has no cheap "changed since" read of the base table; a Streams
+   *   reader would be one (not in this engine).
+   */
+  scanChangedSince(mark: string, opts?: ScanOptions): Promise<Page>;
   /**
    * A consistent view of the whole table for a backup (see ItemSnapshot). `dir` is where an engine that
    * copies the table may keep its temporary copy (default: beside the table); closing removes it.

@@ -40,6 +40,7 @@ import type {
   ItemStore,
   Page,
   QueryInput,
+  ScanOptions,
   TransactOp,
   TransactOptions,
   UpdateSpec,
@@ -253,8 +254,14 @@ export class FaultyItemStore implements ItemStore {
   batchPut(items: Item[]): Promise<void> {
     return this.call('batchPut', [items], () => this.inner.batchPut(items));
   }
-  scan(opts?: { cursor?: string; limit?: number }): Promise<Page> {
+  scan(opts?: ScanOptions): Promise<Page> {
     return this.call('scan', [opts], () => this.inner.scan(opts));
+  }
+  changeMark(): Promise<string> {
+    return this.call('changeMark', [], () => this.inner.changeMark());
+  }
+  scanChangedSince(mark: string, opts?: ScanOptions): Promise<Page> {
+    return this.call('scanChangedSince', [mark, opts], () => this.inner.scanChangedSince(mark, opts));
   }
   snapshot(opts?: { dir?: string }): Promise<ItemSnapshot> {
     return this.call('snapshot', [opts], () => this.inner.snapshot(opts));

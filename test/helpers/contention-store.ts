@@ -34,6 +34,7 @@ import type {
   ItemStore,
   Page,
   QueryInput,
+  ScanOptions,
   TransactOp,
   TransactOptions,
   UpdateSpec,
@@ -150,9 +151,21 @@ export class ContentionStore implements ItemStore {
     return page;
   }
 
-  async scan(opts?: { cursor?: string; limit?: number }): Promise<Page> {
+  async scan(opts?: ScanOptions): Promise<Page> {
+    return this.recordScan(await this.inner.scan(opts));
+  }
+
+  /** Not an item access: the mark is a counter read (SQLite) or no request (DynamoDB). */
+  changeMark(): Promise<string> {
+    return this.inner.changeMark();
+  }
+
+  async scanChangedSince(mark: string, opts?: ScanOptions): Promise<Page> {
+    return this.recordScan(await this.inner.scanChangedSince(mark, opts));
+  }
+
+  private recordScan(page: Page): Page {
     const t = this.trace('scan');
-    const page = await this.inner.scan(opts);
     const bytes = page.items.reduce((n, i) => n + sizeOf(i), 0);
     const a = readAccess('scan', 'scan', 'base', '(scan)', '(scan)', true, bytes);
     a.items = page.items.length;

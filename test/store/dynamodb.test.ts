@@ -12,7 +12,8 @@ import { ConditionFailed, InvalidInput, StorageFailure, Throttled, TransactionCo
 import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
 import { cond, type TransactOp } from '../../src/store/item-store.ts';
 import { type DynamoLocal, startDynamoLocal } from '../helpers/dynamodb-local.ts';
-import { itemStoreConformance } from './conformance.ts';
+import { type ItemStoreHarness, itemStoreConformance } from './conformance.ts';
+import { scanConformance } from './conformance-scans.ts';
 
 let local: DynamoLocal | undefined;
 let starting: Promise<DynamoLocal> | undefined;
@@ -43,7 +44,7 @@ async function openStore(table?: string, ensure = true): Promise<DynamoItemStore
   return store;
 }
 
-itemStoreConformance({
+const harness: ItemStoreHarness = {
   name: 'dynamodb',
   runs: 60,
   open: () => openStore(),
@@ -61,7 +62,9 @@ itemStoreConformance({
       { credentials: l.credentials, maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
     );
   },
-});
+};
+itemStoreConformance(harness);
+scanConformance(harness);
 
 // Long by nature: a list of short, independent tests of this engine's own behaviour.
 describe('DynamoDB engine specifics', () => {

@@ -4,9 +4,10 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { tempDir } from '../helpers/tmp.ts';
-import { itemStoreConformance } from './conformance.ts';
+import { type ItemStoreHarness, itemStoreConformance } from './conformance.ts';
+import { scanConformance } from './conformance-scans.ts';
 
-itemStoreConformance({
+const harness: ItemStoreHarness = {
   name: 'sqlite',
   runs: 60,
   open: async () => {
@@ -18,7 +19,9 @@ itemStoreConformance({
     await new SqliteItemStore(file).close();
     return new SqliteItemStore(file, { readonly: true });
   },
-});
+};
+itemStoreConformance(harness);
+scanConformance(harness);
 
 describe('SQLite engine specifics', () => {
   it('stores items in one table whose key columns carry the DESIGN names, in WAL mode with synchronous=FULL', async () => {

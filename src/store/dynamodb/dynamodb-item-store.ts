@@ -59,11 +59,13 @@ import type {
   ItemStore,
   Page,
   QueryInput,
+  ScanOptions,
   TransactOp,
   TransactOptions,
   UpdateSpec,
   WriteOptions,
 } from '../item-store.ts';
+import { scanCursorScope, scanSegment } from '../scan-options.ts';
 import {
   applyUpdate,
   decodeCursor,
@@ -405,11 +407,14 @@ export class DynamoItemStore implements ItemStore {
     return page;
   }
 
-  async scan(opts: { cursor?: string; limit?: number } = {}): Promise<Page> {
+  /** A strongly consistent Scan; a segment is DynamoDB's own (Segment / TotalSegments). */
+  async scan(opts: ScanOptions = {}): Promise<Page> {
     const limit = pageLimit(opts.limit);
+    const seg = scanSegment(opts);
+    const scope = scanCursorScope(seg);
     let start: Record<string, string> | undefined;
     if (opts.cursor !== undefined) {
-      const last = decodeCursor(opts.cursor, '*', 'SCAN');
+      const last = decodeCursor(opts.cursor, scope, 'SCAN');
       start = { PK: need(last.PK), SK: need(last.SK) };
     }
     const out = await this.call(
@@ -420,6 +425,7 @@ export class DynamoItemStore implements ItemStore {
             TableName: this.table,
             ConsistentRead: true,
             Limit: limit + 1,
+            ...(seg ? { Segment: seg.segment, TotalSegments: seg.total } : {}),
             ...(start ? { ExclusiveStartKey: start } : {}),
             ReturnConsumedCapacity: 'TOTAL',
           }),
@@ -431,9 +437,27 @@ export class DynamoItemStore implements ItemStore {
     const page: Page = { items };
     if (fetched.length > limit || out.LastEvaluatedKey) {
       const lastKey = items[items.length - 1] ?? (out.LastEvaluatedKey as Item);
-      page.cursor = encodeCursor({ pk: '*', index: 'SCAN', last: { PK: lastKey.PK, SK: lastKey.SK } });
+      page.cursor = encodeCursor({ pk: scope, index: 'SCAN', last: { PK: lastKey.PK, SK: lastKey.SK } });
     }
     return page;
+  }
+
+  /** No request: this engine's change scans read the whole table (see scanChangedSince). */
+  async changeMark(): Promise<string> {
+    if (this.closed) throw new InternalError(`the DynamoDB item store for ${this.location} is closed`);
+    return `dynamodb:all:${Date.now()}`;
+  }
+
+  /**
+   * THE DYNAMODB LIMIT: the base table has no cheap "changed since" read, so this is every item of the
+   * table — a full, optionally segmented, strongly consistent Scan (cursors are scan's): correct by
+   * construction (every item written after the mark is in it), but O(table), not O(changes). A
+   * DynamoDB Streams reader (NEW_IMAGE, a mark of shard sequence numbers) would be O(changes).
+   */
+  async scanChangedSince(mark: string, opts: ScanOptions = {}): Promise<Page> {
+    if (typeof mark !== 'string' || !/^dynamodb:all:\d{1,15}$/.test(mark))
+      throw new InvalidInput('not a change mark of the DynamoDB engine');
+    return this.scan(opts);
   }
 
   /**

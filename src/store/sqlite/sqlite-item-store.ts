@@ -9,7 +9,19 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ConditionFailed, InternalError, InvalidInput, Throttled, toAlpError } from '../../core/errors.ts';
 import { randomToken } from '../../core/ids.ts';
-import type { Item, ItemKey, ItemSnapshot, ItemStore, Page, QueryInput, TransactOp, UpdateSpec, WriteOptions } from '../item-store.ts';
+import type {
+  Item,
+  ItemKey,
+  ItemSnapshot,
+  ItemStore,
+  Page,
+  QueryInput,
+  ScanOptions,
+  TransactOp,
+  UpdateSpec,
+  WriteOptions,
+} from '../item-store.ts';
+import { partitionHash } from '../scan-options.ts';
 import {
   applyUpdate,
   decodeCursor,
@@ -22,26 +34,14 @@ import {
   validateTransaction,
 } from '../semantics.ts';
 import { ensurePrivateDir, ensurePrivateFile } from './file-modes.ts';
+import { type Row, SqliteScans, toItem } from './scans.ts';
+import { hasChangeColumns, prepareSchema } from './schema.ts';
 
 export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
   busyTimeoutMs?: number;
   readonly?: boolean;
 }
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS items (
-  PK TEXT NOT NULL,
-  SK TEXT NOT NULL,
-  GSI1PK TEXT,
-  GSI1SK TEXT,
-  attrs TEXT NOT NULL,
-  PRIMARY KEY (PK, SK)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS GSI1 ON items (GSI1PK, GSI1SK, PK, SK) WHERE GSI1PK IS NOT NULL AND GSI1SK IS NOT NULL;
-`;
-
-type Row = { PK: string; SK: string; GSI1PK: string | null; GSI1SK: string | null; attrs: string };
 
 // Largest code point: a string that starts with prefix P sorts below P + U+10FFFF in UTF-8 byte order.
 const PREFIX_END = '\u{10FFFF}';
@@ -51,6 +51,9 @@ export class SqliteItemStore implements ItemStore {
   readonly location: string;
   readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteItemStore['prepareStatements']>;
+  private readonly scans: SqliteScans;
+  /** The write sequence number of the write transaction under way (drawn at its first stored row). */
+  private txSeq: number | undefined;
 
   constructor(file: string, opts: SqliteOptions = {}) {
     this.location = file;
@@ -63,9 +66,10 @@ export class SqliteItemStore implements ItemStore {
     if (!opts.readonly) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
-      this.db.exec(SCHEMA);
+      prepareSchema(this.db);
     }
     this.stmts = this.prepareStatements();
+    this.scans = new SqliteScans(this.db);
   }
 
   /** The schema is created when the store opens (unless read-only): nothing is left to do here. */
@@ -75,16 +79,22 @@ export class SqliteItemStore implements ItemStore {
 
   private prepareStatements() {
     const db = this.db;
+    // A read-only store of a file without the version 2 columns never writes: its upsert is version 1's.
+    const stamped = hasChangeColumns(db);
     return {
       get: db.prepare<[string, string], Row>('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK = ? AND SK = ?'),
-      upsert: db.prepare<[string, string, string | null, string | null, string]>(
+      upsert: stamped
+        ? db.prepare<[string, string, string | null, string | null, string, number, number]>(
+            'INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs, phash, wseq) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (PK, SK) DO UPDATE SET GSI1PK = excluded.GSI1PK, GSI1SK = excluded.GSI1SK, attrs = excluded.attrs, wseq = excluded.wseq',
+          )
+        : undefined,
+      upsertV1: db.prepare<[string, string, string | null, string | null, string]>(
         'INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs) VALUES (?, ?, ?, ?, ?) ON CONFLICT (PK, SK) DO UPDATE SET GSI1PK = excluded.GSI1PK, GSI1SK = excluded.GSI1SK, attrs = excluded.attrs',
       ),
+      nextSeq: stamped
+        ? db.prepare<[], { value: number }>("UPDATE alp_meta SET value = value + 1 WHERE name = 'wseq' RETURNING value")
+        : undefined,
       del: db.prepare<[string, string]>('DELETE FROM items WHERE PK = ? AND SK = ?'),
-      scanFirst: db.prepare<[number], Row>('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items ORDER BY PK, SK LIMIT ?'),
-      scanNext: db.prepare<[string, string, number], Row>(
-        'SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE (PK, SK) > (?, ?) ORDER BY PK, SK LIMIT ?',
-      ),
     };
   }
 
@@ -215,20 +225,18 @@ export class SqliteItemStore implements ItemStore {
     return page;
   }
 
-  async scan(opts: { cursor?: string; limit?: number } = {}): Promise<Page> {
-    const limit = pageLimit(opts.limit);
-    const rows = this.run(() => {
-      if (!opts.cursor) return this.stmts.scanFirst.all(limit + 1);
-      const last = decodeCursor(opts.cursor, '*', 'SCAN');
-      return this.stmts.scanNext.all(last.PK as string, last.SK as string, limit + 1);
-    });
-    const items = rows.slice(0, limit).map(toItem);
-    const page: Page = { items };
-    if (rows.length > limit) {
-      const lastItem = items[items.length - 1] as Item;
-      page.cursor = encodeCursor({ pk: '*', index: 'SCAN', last: { PK: lastItem.PK, SK: lastItem.SK } });
-    }
-    return page;
+  async scan(opts: ScanOptions = {}): Promise<Page> {
+    return this.run(() => this.scans.scan(opts));
+  }
+
+  /** The write sequence's counter (schema.ts), with this database's instance id. */
+  async changeMark(): Promise<string> {
+    return this.run(() => this.scans.changeMark());
+  }
+
+  /** Only the rows stamped after the mark, through the index on wseq (schema.ts, scans.ts). */
+  async scanChangedSince(mark: string, opts: ScanOptions = {}): Promise<Page> {
+    return this.run(() => this.scans.scanChangedSince(mark, opts));
   }
 
   /**
@@ -288,11 +296,35 @@ export class SqliteItemStore implements ItemStore {
 
   private store(item: Item): void {
     const { PK, SK, GSI1PK, GSI1SK, ...rest } = item;
-    this.stmts.upsert.run(PK, SK, (GSI1PK as string | undefined) ?? null, (GSI1SK as string | undefined) ?? null, JSON.stringify(rest));
+    const gsiPk = (GSI1PK as string | undefined) ?? null;
+    const gsiSk = (GSI1SK as string | undefined) ?? null;
+    if (this.stmts.upsert) this.stmts.upsert.run(PK, SK, gsiPk, gsiSk, JSON.stringify(rest), partitionHash(PK), this.writeSeq());
+    else this.stmts.upsertV1.run(PK, SK, gsiPk, gsiSk, JSON.stringify(rest)); // read-only: SQLite refuses it
+  }
+
+  /** One number per write transaction, drawn from the counter row under the write lock (schema.ts). */
+  private writeSeq(): number {
+    if (this.txSeq === undefined) {
+      const row = this.stmts.nextSeq?.get();
+      if (!row) throw new InternalError(`the write sequence of ${this.location} is missing (alp_meta)`);
+      this.txSeq = row.value;
+    }
+    return this.txSeq;
   }
 
   private write<T>(fn: () => T): T {
-    return this.run(() => this.db.transaction(fn).immediate());
+    return this.run(() =>
+      this.db
+        .transaction(() => {
+          this.txSeq = undefined;
+          try {
+            return fn();
+          } finally {
+            this.txSeq = undefined;
+          }
+        })
+        .immediate(),
+    );
   }
 
   /** Runs one statement or transaction, mapping SQLite's errors to the contract's (item-store.ts). */
@@ -314,13 +346,4 @@ export class SqliteItemStore implements ItemStore {
   private closedError(): InternalError {
     return new InternalError(`the SQLite item store at ${this.location} is closed`);
   }
-}
-
-function toItem(row: Row): Item {
-  const item = JSON.parse(row.attrs) as Item;
-  item.PK = row.PK;
-  item.SK = row.SK;
-  if (row.GSI1PK !== null) item.GSI1PK = row.GSI1PK;
-  if (row.GSI1SK !== null) item.GSI1SK = row.GSI1SK;
-  return item;
 }
