@@ -65,6 +65,10 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'retention run': 'retention',
   'retention explain': 'retention',
   'retention status': 'retention',
+  'pins add': 'retention',
+  'pins remove': 'retention',
+  'pins list': 'retention',
+  'pins history': 'retention',
 };
 
 /** The command's path below the program, e.g. `artifact create`. */
