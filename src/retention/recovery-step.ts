@@ -11,9 +11,9 @@ import { IntegrityError } from '../core/errors.ts';
 import { cond } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import type { MaintenanceHandle } from '../system/fence.ts';
-import { keyOfObservation } from './model.ts';
+import { keyOfObservation, type Observation } from './model.ts';
 import { normalisePins, recordedPins, storedDigest, unlinkUnpinned } from './purge.ts';
-import { scanReferences } from './references.ts';
+import { type ReferenceScan, scanReferences } from './references.ts';
 import { ArtifactRetention } from './retention.ts';
 
 export interface PurgeRecoveryOptions {
@@ -30,13 +30,29 @@ export async function recoverPreparedPurges(
   const prepared = [...observations.values()].filter((o) => o.state === 'PREPARED');
   if (prepared.length === 0) return { prepared: 0 };
   const pins = normalisePins(recordedPins(prepared), opts.pins);
-  const pinned = new Set(pins);
   const scan = await scanReferences(ctx, { pins });
+  try {
+    return await review(ctx, m, scan, prepared, pins);
+  } finally {
+    scan.close();
+  }
+}
+
+/** Completes, cancels or (referenced again, bytes gone) fails closed on every prepared purge. */
+async function review(
+  ctx: ServiceContext,
+  m: MaintenanceHandle,
+  scan: ReferenceScan,
+  prepared: Observation[],
+  pins: string[],
+): Promise<Record<string, unknown>> {
+  const pinned = new Set(pins);
   const done = { prepared: prepared.length, pins: pins.length, purged: [] as string[], cancelled: [] as string[], kept: [] as string[] };
   for (const o of prepared) {
     const key = keyOfObservation(o);
-    const present = scan.objects.has(o.key);
-    const why = scan.referenced.get(o.key) ?? (!present ? scan.digests.get(o.digest) : undefined);
+    const present = scan.object(o.key) !== undefined;
+    // A key-only reference fails closed like a digest reference (issue 17 B10): the key is named again.
+    const why = scan.referencedWhy(o.key) ?? (!present ? scan.digestWhy(o.digest) : undefined);
     if (why && !present) {
       throw new IntegrityError(
         `${o.key} (${o.digest}) is referenced again (${why}) but its interrupted purge removed the bytes; restore them before releasing the fence`,

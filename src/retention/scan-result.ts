@@ -35,8 +35,14 @@ export interface ReferenceScan {
   readonly mark: string;
   /** Why the object at `key` is referenced (the first reason found: by key, prefix, digest, pin…), or undefined. */
   referencedWhy(key: string): string | undefined;
-  /** Why `digest` is referenced (named by an item, found inside a referenced object, pinned…), or undefined. */
-  digestWhy(digest: string): string | undefined;
+  /**
+   * Why `digest` is referenced (named by an item, found inside a referenced object, pinned…), or
+   * undefined. With `forKey`: why the object at that key would be kept by its digest — for an archived
+   * original whose verified archive copy is listed (issue 17 B13) only a pin counts, since the copy
+   * holds the same bytes and satisfies every other reference to them. Pass it when checking a
+   * candidate's own digest, or the copy's references keep the original forever.
+   */
+  digestWhy(digest: string, forKey?: string): string | undefined;
   /** The listed object at `key`, or undefined when the listing did not have it. */
   object(key: string): ScannedObject | undefined;
   /** Keys of listed objects whose bytes have `digest`. */

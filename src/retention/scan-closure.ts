@@ -1,0 +1,96 @@
+/**
+ * The transitive closure of the reference scan, in SQL over the working set (scan-workset.ts): fresh
+ * references (keys, prefixes, typed references, digests added since the last round) mark the listed
+ * objects they name; marked objects whose inner digests are known are expanded (their own digest and
+ * the digests inside them become references); marked objects whose inner digests are unknown are
+ * returned to the caller to read. Each round touches only what is fresh, through the indexes: the cost
+ * is the size of the reference graph, never a pass over the installation per round.
+ */
+import type { ObjectRow, Workset } from './scan-workset.ts';
+import { prefixEnd } from './scan-workset.ts';
+
+/**
+ * Archived originals (sup_keys) whose verified copy is listed are not marked by a non-strict digest:
+ * the copy holds the same bytes and satisfies the reference (issue 17 B13).
+ */
+const NOT_SUPERSEDED = `NOT EXISTS (SELECT 1 FROM sup_keys s JOIN objects c ON c.key = s.copy
+  WHERE s.key = objects.key AND (c.digest IS NULL OR c.digest = s.digest))`;
+
+/** Applies every fresh reference to the listing; returns how many objects became referenced. */
+export function markFresh(ws: Workset): number {
+  const db = ws.db;
+  return ws.tx(() => {
+    let marked = 0;
+    // A typed reference not satisfied by its own object (absent, or other bytes) names its digest.
+    db.exec(`INSERT OR IGNORE INTO digests(digest, why)
+      SELECT t.digest, t.why FROM typed t LEFT JOIN objects o ON o.key = t.key
+      WHERE t.fresh = 1 AND (o.key IS NULL OR o.digest IS NULL OR o.digest != t.digest)`);
+    db.exec('UPDATE typed SET fresh = 0 WHERE fresh = 1');
+    marked += db
+      .prepare(
+        `UPDATE objects SET why = (SELECT k.why FROM keyrefs k WHERE k.key = objects.key)
+         WHERE why IS NULL AND key IN (SELECT key FROM keyrefs WHERE fresh = 1)`,
+      )
+      .run().changes;
+    db.exec('UPDATE keyrefs SET fresh = 0 WHERE fresh = 1');
+    const byPrefix = db.prepare('UPDATE objects SET why = ? WHERE why IS NULL AND key >= ? AND key < ?');
+    for (const p of db.prepare('SELECT prefix, why FROM prefixes WHERE fresh = 1').all() as Array<{ prefix: string; why: string }>) {
+      marked += byPrefix.run(p.why, p.prefix, prefixEnd(p.prefix)).changes;
+    }
+    db.exec('UPDATE prefixes SET fresh = 0 WHERE fresh = 1');
+    marked += db
+      .prepare(
+        `UPDATE objects SET why = 'its digest is ' || (SELECT d.why FROM digests d WHERE d.digest = objects.digest)
+         WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE fresh = 1 AND strict = 1)`,
+      )
+      .run().changes;
+    marked += db
+      .prepare(
+        `UPDATE objects SET why = 'its digest is ' || (SELECT d.why FROM digests d WHERE d.digest = objects.digest)
+         WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE fresh = 1) AND ${NOT_SUPERSEDED}`,
+      )
+      .run().changes;
+    db.exec('UPDATE digests SET fresh = 0 WHERE fresh = 1');
+    return marked;
+  });
+}
+
+/** Referenced objects whose inner digests are known: their digests become references. Returns how many. */
+export function expandKnown(ws: Workset): number {
+  const db = ws.db;
+  return ws.tx(() => {
+    db.exec(`INSERT OR IGNORE INTO digests(digest, why)
+      SELECT o.digest, 'digest of referenced object ' || o.key FROM objects o
+      WHERE o.why IS NOT NULL AND o.inner = 1 AND o.digest IS NOT NULL`);
+    db.exec(`INSERT OR IGNORE INTO digests(digest, why)
+      SELECT i.digest, 'found inside ' || o.key FROM objects o JOIN inner i ON i.key = o.key
+      WHERE o.why IS NOT NULL AND o.inner = 1`);
+    return db.prepare('UPDATE objects SET inner = 2 WHERE why IS NOT NULL AND inner = 1').run().changes;
+  });
+}
+
+/** Referenced objects whose inner digests are not known yet (the caller reads them), at most `limit`. */
+export function unknownReferenced(ws: Workset, limit: number): ObjectRow[] {
+  return ws.db
+    .prepare('SELECT key, size, cls, cold, digest, inner, bad FROM objects WHERE why IS NOT NULL AND inner = 0 ORDER BY key LIMIT ?')
+    .all(limit) as ObjectRow[];
+}
+
+/** A referenced object whose bytes do not hash to the digest the items record, if any. */
+export function referencedBad(ws: Workset): ObjectRow | undefined {
+  return ws.db
+    .prepare('SELECT key, size, cls, cold, digest, inner, bad FROM objects WHERE why IS NOT NULL AND bad IS NOT NULL LIMIT 1')
+    .get() as ObjectRow | undefined;
+}
+
+/** A readable (not cold) listed object with `digest` whose inner digests are known: a cold copy's twin. */
+export function readableTwin(ws: Workset, digest: string): string | undefined {
+  return ws.db
+    .prepare('SELECT key FROM objects WHERE digest = ? AND cold = 0 AND inner >= 1 AND bad IS NULL LIMIT 1')
+    .pluck()
+    .get(digest) as string | undefined;
+}
+
+export function innerOf(ws: Workset, key: string): string[] {
+  return ws.db.prepare('SELECT digest FROM inner WHERE key = ? ORDER BY digest').pluck().all(key) as string[];
+}

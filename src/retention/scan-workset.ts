@@ -1,0 +1,227 @@
+/**
+ * The reference scan's working set (issue 17 item 2, bounded memory): every fact the scan gathers —
+ * listed objects, named keys, prefixes and digests, the reference-index entries' inner digests — lives
+ * in a scratch SQLite database on disk (system/scratch.ts), written in batches, and the transitive
+ * closure is computed with SQL over its indexes. The heap holds one page of items or objects at a time.
+ *
+ * Tables:
+ *   objects(key, size, cls, digest, why, inner)  the listing; why = first reason it is referenced;
+ *                                                inner: 0 unknown, 1 known (entry or read), 2 expanded
+ *   inner(key, digest)                           digests found inside an object (entry or bytes)
+ *   keyrefs / prefixes                           keys and key prefixes named (in-flight uploads)
+ *   digests(digest, why, strict)                 digests named; only strict ones (pins) mark an archived
+ *                                                original whose verified copy is listed (B13)
+ *   typed(key, digest, why)                      key + digest references (refsOfItem, backups): satisfied
+ *                                                by their own object; named as a plain digest otherwise
+ *   recorded(key, digest)                        the digest the items record for an immutable object
+ *   staged / superseded / sup_keys               item strings waiting for their partition's archive
+ *                                                records (B13: an archived original is not referenced
+ *                                                by its own artifact's items once its copy exists)
+ */
+import type Database from 'better-sqlite3';
+import type { ObjectInfo } from '../content/content-store.ts';
+import { openScratch, type Scratch } from '../system/scratch.ts';
+
+const SCHEMA = `
+CREATE TABLE objects(key TEXT PRIMARY KEY, size INTEGER NOT NULL, cls TEXT, cold INTEGER NOT NULL, digest TEXT, why TEXT,
+  inner INTEGER NOT NULL DEFAULT 0, bad TEXT) WITHOUT ROWID;
+CREATE INDEX objects_digest ON objects(digest);
+CREATE INDEX objects_unknown ON objects(key) WHERE why IS NOT NULL AND inner = 0;
+CREATE INDEX objects_known ON objects(key) WHERE why IS NOT NULL AND inner = 1;
+CREATE INDEX objects_unread ON objects(key) WHERE inner = 0 AND digest IS NULL;
+CREATE INDEX objects_bad ON objects(key) WHERE bad IS NOT NULL;
+CREATE TABLE inner(key TEXT NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(key, digest)) WITHOUT ROWID;
+CREATE TABLE keyrefs(key TEXT PRIMARY KEY, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+CREATE INDEX keyrefs_fresh ON keyrefs(key) WHERE fresh = 1;
+CREATE TABLE prefixes(prefix TEXT PRIMARY KEY, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+CREATE TABLE digests(digest TEXT PRIMARY KEY, why TEXT NOT NULL, strict INTEGER NOT NULL DEFAULT 0, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+CREATE INDEX digests_fresh ON digests(digest) WHERE fresh = 1;
+CREATE TABLE typed(key TEXT NOT NULL, digest TEXT NOT NULL, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1, PRIMARY KEY(key, digest)) WITHOUT ROWID;
+CREATE INDEX typed_digest ON typed(digest);
+CREATE INDEX typed_fresh ON typed(key) WHERE fresh = 1;
+CREATE TABLE recorded(key TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE staged(scope TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, digest TEXT, why TEXT NOT NULL);
+CREATE TABLE superseded(scope TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(scope, value)) WITHOUT ROWID;
+CREATE TABLE sup_keys(key TEXT PRIMARY KEY, copy TEXT NOT NULL, digest TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE versions(artifact TEXT PRIMARY KEY, max INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE heads(artifact TEXT PRIMARY KEY, latest INTEGER NOT NULL, reserved_at TEXT, pk TEXT NOT NULL) WITHOUT ROWID;
+`;
+
+/** The upper bound of a prefix range: keys k with prefix <= k < prefixEnd(prefix) start with prefix. */
+export function prefixEnd(prefix: string): string {
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+type Stmt = Database.Statement;
+
+export interface InFlight {
+  artifact: string;
+  pk: string;
+  from: number;
+  latest: number;
+  reserved_at: string | null;
+}
+
+export interface ObjectRow {
+  key: string;
+  size: number;
+  cls: string | null;
+  cold: number;
+  digest: string | null;
+  inner: number;
+  bad: string | null;
+}
+
+export class Workset {
+  readonly scratch: Scratch;
+  readonly db: Database.Database;
+  private readonly s: Record<string, Stmt>;
+  /** Objects whose bytes could not be scanned, with why: an error only if they are referenced. */
+  readonly failures = new Map<string, Error>();
+
+  constructor() {
+    this.scratch = openScratch('refscan');
+    this.db = this.scratch.db;
+    this.db.exec(SCHEMA);
+    const p = (sql: string) => this.db.prepare(sql);
+    this.s = {
+      object: p('INSERT OR IGNORE INTO objects(key, size, cls, cold) VALUES (?, ?, ?, ?)'),
+      key: p('INSERT OR IGNORE INTO keyrefs(key, why) VALUES (?, ?)'),
+      prefix: p('INSERT OR IGNORE INTO prefixes(prefix, why) VALUES (?, ?)'),
+      digest: p(
+        'INSERT INTO digests(digest, why, strict) VALUES (?, ?, ?) ON CONFLICT(digest) DO UPDATE SET strict = 1, fresh = 1 WHERE strict = 0 AND excluded.strict = 1',
+      ),
+      typed: p('INSERT OR IGNORE INTO typed(key, digest, why) VALUES (?, ?, ?)'),
+      recorded: p('INSERT OR IGNORE INTO recorded(key, digest) VALUES (?, ?)'),
+      stage: p('INSERT INTO staged(scope, kind, value, digest, why) VALUES (?, ?, ?, ?, ?)'),
+      supersede: p('INSERT OR IGNORE INTO superseded(scope, value) VALUES (?, ?)'),
+      supKey: p('INSERT OR IGNORE INTO sup_keys(key, copy, digest) VALUES (?, ?, ?)'),
+      version: p('INSERT INTO versions(artifact, max) VALUES (?, ?) ON CONFLICT(artifact) DO UPDATE SET max = MAX(max, excluded.max)'),
+      head: p('INSERT OR REPLACE INTO heads(artifact, latest, reserved_at, pk) VALUES (?, ?, ?, ?)'),
+      whyObject: p('SELECT why FROM objects WHERE key = ?').pluck(),
+      whyKey: p('SELECT why FROM keyrefs WHERE key = ?').pluck(),
+      whyPrefix: p('SELECT why FROM prefixes WHERE prefix = ?').pluck(),
+      whyDigest: p('SELECT why FROM digests WHERE digest = ?').pluck(),
+      whyStrict: p('SELECT why FROM digests WHERE digest = ? AND strict = 1').pluck(),
+      superseded: p(
+        'SELECT 1 FROM sup_keys s JOIN objects c ON c.key = s.copy WHERE s.key = ? AND s.digest = ? AND (c.digest IS NULL OR c.digest = s.digest)',
+      ).pluck(),
+      getObject: p('SELECT key, size, cls, cold, digest, inner, bad FROM objects WHERE key = ?'),
+      byDigest: p('SELECT key FROM objects WHERE digest = ? ORDER BY key').pluck(),
+      setObject: p('UPDATE objects SET digest = ?, inner = MAX(inner, ?), cold = MAX(cold, ?) WHERE key = ?'),
+      bad: p('UPDATE objects SET bad = ? WHERE key = ?'),
+      keep: p('UPDATE objects SET why = COALESCE(why, ?), inner = 2 WHERE key = ?'),
+      inner: p('INSERT OR IGNORE INTO inner(key, digest) VALUES (?, ?)'),
+      recordedOf: p('SELECT digest FROM recorded WHERE key = ?').pluck(),
+    };
+  }
+
+  tx<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  addObject(o: ObjectInfo, cold: boolean): void {
+    this.s.object?.run(o.key, o.size, o.storageClass ?? null, cold ? 1 : 0);
+  }
+  key(k: string, why: string): void {
+    this.s.key?.run(k, why);
+  }
+  prefix(p: string, why: string): void {
+    this.s.prefix?.run(p, why);
+  }
+  digest(d: string, why: string, strict = false): void {
+    this.s.digest?.run(d, why, strict ? 1 : 0);
+  }
+  typed(k: string, d: string, why: string): void {
+    this.s.typed?.run(k, d, why);
+  }
+  recorded(k: string, d: string): void {
+    this.s.recorded?.run(k, d);
+  }
+  recordedOf(k: string): string | undefined {
+    return this.s.recordedOf?.get(k) as string | undefined;
+  }
+  /** A string of an item (kind k: key, d: digest, t: typed key + digest), resolved once the partition is known. */
+  stage(scope: string, kind: 'k' | 'd' | 't', value: string, why: string, digest?: string): void {
+    this.s.stage?.run(scope, kind, value, digest ?? null, why);
+  }
+  /** An archived original (and its digest) that the items of `scope` no longer reference. */
+  supersede(scope: string, original: string, copy: string, digest: string, live: boolean): void {
+    this.s.supersede?.run(scope, original);
+    this.s.supersede?.run(scope, digest);
+    if (live) this.s.supKey?.run(original, copy, digest);
+  }
+  version(artifact: string, n: number): void {
+    this.s.version?.run(artifact, n);
+  }
+  head(artifact: string, latest: number, reservedAt: string | undefined, pk: string): void {
+    this.s.head?.run(artifact, latest, reservedAt ?? null, pk);
+  }
+  /** The digest and the inner digests of an object, once read or taken from its entry (inner: 1). */
+  known(key: string, digest: string | undefined, inner?: Iterable<string>, cold = false): void {
+    this.s.setObject?.run(digest ?? null, inner ? 1 : 0, cold ? 1 : 0, key);
+    if (inner) for (const d of inner) this.s.inner?.run(key, d);
+  }
+  /** Bytes that do not hash to the digest the items record: fails the scan if the object is referenced. */
+  bad(key: string, expected: string): void {
+    this.s.bad?.run(expected, key);
+  }
+  /** Kept without being scanned (a cold object without a checksum): referenced, nothing to expand. */
+  keep(key: string, why: string): void {
+    this.s.keep?.run(why, key);
+  }
+
+  /** Moves the staged strings into the references, leaving out those their partition superseded. */
+  resolveStaged(): void {
+    this.db.exec(`
+      INSERT OR IGNORE INTO keyrefs(key, why) SELECT value, why FROM staged s WHERE kind IN ('k', 't')
+        AND NOT EXISTS (SELECT 1 FROM superseded x WHERE x.scope = s.scope AND x.value = s.value);
+      INSERT OR IGNORE INTO typed(key, digest, why) SELECT value, digest, why FROM staged s WHERE kind = 't'
+        AND NOT EXISTS (SELECT 1 FROM superseded x WHERE x.scope = s.scope AND x.value = s.value);
+      INSERT OR IGNORE INTO digests(digest, why) SELECT value, why FROM staged s WHERE kind = 'd'
+        AND NOT EXISTS (SELECT 1 FROM superseded x WHERE x.scope = s.scope AND x.value = s.value);
+      DELETE FROM staged;`);
+  }
+
+  /** Version numbers reserved on a HEAD above its highest committed version: uploads in flight. */
+  /** Of every HEAD, or of `artifacts` only (a refresh: the changed ones). */
+  inFlightVersions(artifacts?: readonly string[]): InFlight[] {
+    const sql = `SELECT h.artifact AS artifact, h.pk AS pk, COALESCE(v.max, 0) + 1 AS "from", h.latest AS latest, h.reserved_at AS reserved_at
+         FROM heads h LEFT JOIN versions v ON v.artifact = h.artifact WHERE h.latest > COALESCE(v.max, 0)`;
+    if (!artifacts) return this.db.prepare(sql).all() as InFlight[];
+    const one = this.db.prepare(`${sql} AND h.artifact = ?`);
+    return [...new Set(artifacts)].flatMap((a) => one.all(a) as InFlight[]);
+  }
+
+  // --- answers ---------------------------------------------------------------------------------------
+
+  whyKey(key: string): string | undefined {
+    const listed = this.s.whyObject?.get(key) as string | null | undefined;
+    if (listed) return listed;
+    const named = this.s.whyKey?.get(key) as string | undefined;
+    if (named) return named;
+    for (let i = key.indexOf('/'); i >= 0; i = key.indexOf('/', i + 1)) {
+      const why = this.s.whyPrefix?.get(key.slice(0, i + 1)) as string | undefined;
+      if (why) return why;
+    }
+    return undefined;
+  }
+  /**
+   * Why `digest` is referenced: a digest named or found inside referenced bytes (a typed reference
+   * counts only when its own object does not satisfy it). For `forKey`, an archived original whose
+   * verified copy is listed, only a strict reference (a pin) counts: the copy satisfies the rest (B13).
+   */
+  whyDigest(digest: string, forKey?: string): string | undefined {
+    if (forKey !== undefined && this.s.superseded?.get(forKey, digest)) return this.s.whyStrict?.get(digest) as string | undefined;
+    return this.s.whyDigest?.get(digest) as string | undefined;
+  }
+  row(key: string): ObjectRow | undefined {
+    return this.s.getObject?.get(key) as ObjectRow | undefined;
+  }
+  keysWithDigest(digest: string): string[] {
+    return this.s.byDigest?.all(digest) as string[];
+  }
+  close(): void {
+    this.scratch.close();
+  }
+}
