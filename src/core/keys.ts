@@ -161,6 +161,9 @@ export const CONTENT_ROOT_SK = 'CONTENT_ROOT';
 /** SYS#installation / BACKUP#{backup_id}: the registry of backups (a reference source for retention). */
 export const backupSk = (backupId: string) => `BACKUP#${backupId}`;
 export const BACKUP_SK_PREFIX = 'BACKUP#';
+/** SYS#installation / NATIVE_BACKUP#{id}: a DynamoDB-native backup (export to S3); not a `backup` record, so not a retention reference source. */
+export const nativeBackupSk = (id: string) => `NATIVE_BACKUP#${id}`;
+export const NATIVE_BACKUP_SK_PREFIX = 'NATIVE_BACKUP#';
 /** RESTORE#{restore_id} / RESTORE: the restore record. */
 export const RESTORE_SK = 'RESTORE';
 /** RESTORE#{restore_id} or SYS#installation / RECONCILE#{reconcile_id}: a reconciliation result. */
