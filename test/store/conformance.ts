@@ -130,6 +130,9 @@ export function itemStoreConformance(h: ItemStoreHarness): void {
         await assert.rejects(closed.query({ pk: n }), storage);
         await assert.rejects(closed.transactWrite([{ op: 'put', item: { PK: n, SK: 's' } }]), storage);
         await assert.rejects(closed.scan(), storage);
+        await assert.rejects(closed.scan({ segment: 0, totalSegments: 2 }), storage);
+        await assert.rejects(closed.changeMark(), storage);
+        await assert.rejects(closed.scanChangedSince(await store.changeMark()), storage);
       });
 
       // Engines name the failures they can induce; each one named is checked.

@@ -15,6 +15,12 @@ export type Row = { PK: string; SK: string; GSI1PK: string | null; GSI1SK: strin
 type SeqRow = Row & { wseq: number };
 
 const COLUMNS = 'PK, SK, GSI1PK, GSI1SK, attrs';
+/** The statements of segments and change scans (test/store/sqlite-changes.test.ts checks their plans). */
+export const SCAN_SQL = {
+  segFirst: `SELECT ${COLUMNS} FROM items INDEXED BY items_phash WHERE phash >= ? AND phash < ? ORDER BY phash, PK, SK LIMIT ?`,
+  segNext: `SELECT ${COLUMNS} FROM items INDEXED BY items_phash WHERE phash >= ? AND phash < ? AND (phash, PK, SK) > (?, ?, ?) ORDER BY phash, PK, SK LIMIT ?`,
+  changed: `SELECT ${COLUMNS}, wseq FROM items INDEXED BY items_wseq WHERE wseq > ? AND (wseq, PK, SK) > (?, ?, ?) ORDER BY wseq, PK, SK LIMIT ?`,
+};
 const MARK = /^sqlite:([A-Za-z0-9_-]*):(\d{1,15})$/;
 
 export function toItem(row: Row): Item {
@@ -45,21 +51,9 @@ export class SqliteScans {
       first: db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM items ORDER BY PK, SK LIMIT ?`),
       next: db.prepare<[string, string, number], Row>(`SELECT ${COLUMNS} FROM items WHERE (PK, SK) > (?, ?) ORDER BY PK, SK LIMIT ?`),
       from: db.prepare<[string, string], Row>(`SELECT ${COLUMNS} FROM items WHERE (PK, SK) > (?, ?) ORDER BY PK, SK`),
-      segFirst: seq
-        ? db.prepare<[number, number, number], Row>(
-            `SELECT ${COLUMNS} FROM items INDEXED BY items_phash WHERE phash >= ? AND phash < ? ORDER BY phash, PK, SK LIMIT ?`,
-          )
-        : undefined,
-      segNext: seq
-        ? db.prepare<[number, number, number, string, string, number], Row>(
-            `SELECT ${COLUMNS} FROM items INDEXED BY items_phash WHERE phash >= ? AND phash < ? AND (phash, PK, SK) > (?, ?, ?) ORDER BY phash, PK, SK LIMIT ?`,
-          )
-        : undefined,
-      changed: seq
-        ? db.prepare<[number, number, string, string, number], SeqRow>(
-            `SELECT ${COLUMNS}, wseq FROM items INDEXED BY items_wseq WHERE wseq > ? AND (wseq, PK, SK) > (?, ?, ?) ORDER BY wseq, PK, SK LIMIT ?`,
-          )
-        : undefined,
+      segFirst: seq ? db.prepare<[number, number, number], Row>(SCAN_SQL.segFirst) : undefined,
+      segNext: seq ? db.prepare<[number, number, number, string, string, number], Row>(SCAN_SQL.segNext) : undefined,
+      changed: seq ? db.prepare<[number, number, string, string, number], SeqRow>(SCAN_SQL.changed) : undefined,
       counter: seq ? db.prepare<[], { value: number }>("SELECT value FROM alp_meta WHERE name = 'wseq'") : undefined,
     };
   }
@@ -103,10 +97,11 @@ export class SqliteScans {
   scanChangedSince(mark: string, opts: ScanOptions): Page {
     const parsed = typeof mark === 'string' ? MARK.exec(mark) : null;
     if (!parsed) throw new InvalidInput('not a change mark of the SQLite engine');
-    // A mark of another database (a replaced or restored file), or a file without the sequence
-    // column: every item is "changed since" it, conservatively.
-    if (!this.stmts.changed || parsed[1] !== this.instance || this.instance === '') return this.scan(opts);
+    // A mark of another database, a file without the sequence column, or a mark ahead of the counter
+    // (the file was replaced by an older copy of itself): every item is "changed since" it, conservatively.
     const since = Number(parsed[2]);
+    const foreign = parsed[1] !== this.instance || this.instance === '';
+    if (!this.stmts.changed || foreign || since > (this.stmts.counter?.get()?.value ?? 0)) return this.scan(opts);
     const limit = pageLimit(opts.limit);
     const seg = scanSegment(opts);
     const scope = scanCursorScope(seg, mark);

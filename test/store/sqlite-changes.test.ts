@@ -1,0 +1,220 @@
+/**
+ * The SQLite engine's own side of segmented scans and change marks (store/sqlite/schema.ts, scans.ts):
+ * the in-place migration of a version 1 file (idempotent, several processes at once), the write
+ * sequence (one number per write transaction, across connections), reads that go through the indexes
+ * and return exactly the changed rows, and the conservative answers (a foreign mark, an old read-only file).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { StorageFailure } from '../../src/core/errors.ts';
+import type { Item, ScanOptions } from '../../src/store/item-store.ts';
+import { partitionHash } from '../../src/store/scan-options.ts';
+import { SCAN_SQL } from '../../src/store/sqlite/scans.ts';
+import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
+import { tempDir } from '../helpers/tmp.ts';
+import { sweep } from './conformance-scans.ts';
+
+const V1 = `
+CREATE TABLE items (PK TEXT NOT NULL, SK TEXT NOT NULL, GSI1PK TEXT, GSI1SK TEXT, attrs TEXT NOT NULL, PRIMARY KEY (PK, SK)) WITHOUT ROWID;
+CREATE INDEX GSI1 ON items (GSI1PK, GSI1SK, PK, SK) WHERE GSI1PK IS NOT NULL AND GSI1SK IS NOT NULL;
+`;
+
+/** A database as ALP wrote it before schema version 2: `count` items over a few partitions. */
+function versionOneFile(count: number): string {
+  const file = path.join(tempDir('alp-sqlite-v1'), 'alp.db');
+  const db = new Database(file);
+  db.exec(V1);
+  const insert = db.prepare('INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs) VALUES (?, ?, ?, ?, ?)');
+  for (let i = 0; i < count; i++) insert.run(`P#${i % 7}`, `s${i}`, i % 2 ? 'G' : null, i % 2 ? `g${i}` : null, JSON.stringify({ i }));
+  db.close();
+  return file;
+}
+
+const ids = (items: Item[]) => items.map((i) => `${i.PK}/${i.SK}`).sort();
+const counter = (store: SqliteItemStore) =>
+  (store.db.prepare("SELECT value FROM alp_meta WHERE name = 'wseq'").get() as { value: number }).value;
+const segmentsOf = async (read: (o: ScanOptions) => Promise<{ items: Item[]; cursor?: string }>, total: number) => {
+  const out: Item[] = [];
+  for (let segment = 0; segment < total; segment++) out.push(...(await sweep(read, { segment, totalSegments: total, limit: 3 })));
+  return out;
+};
+
+describe('SQLite change marks and segments: schema and migration', () => {
+  it('migrates a version 1 file in place on open: hashes backfilled, old rows unstamped, items unchanged; reopening changes nothing', async () => {
+    const file = versionOneFile(40);
+    const store = new SqliteItemStore(file);
+    assert.equal(store.db.pragma('user_version', { simple: true }), 2);
+    const rows = store.db.prepare('SELECT PK, phash, wseq FROM items').all() as Array<{ PK: string; phash: number; wseq: number | null }>;
+    assert.equal(rows.length, 40);
+    for (const r of rows) {
+      assert.equal(r.phash, partitionHash(r.PK));
+      assert.equal(r.wseq, null);
+    }
+    const all = await sweep((o) => store.scan(o));
+    assert.deepEqual(all[1], { PK: 'P#0', SK: 's14', i: 14 });
+    assert.deepEqual(ids(await segmentsOf((o) => store.scan(o), 5)), ids(all));
+    const mark = await store.changeMark();
+    assert.deepEqual(
+      await sweep((o) => store.scanChangedSince(mark, o)),
+      [],
+      'rows from before the migration are not changed since a mark',
+    );
+    await store.update({ PK: 'P#3', SK: 's3' }, { add: { i: 100 } });
+    assert.deepEqual(await sweep((o) => store.scanChangedSince(mark, o)), [{ PK: 'P#3', SK: 's3', GSI1PK: 'G', GSI1SK: 'g3', i: 103 }]);
+    const instance = store.db.prepare("SELECT value FROM alp_meta WHERE name = 'instance'").get();
+    await store.close();
+    const again = new SqliteItemStore(file);
+    assert.deepEqual(again.db.prepare("SELECT value FROM alp_meta WHERE name = 'instance'").get(), instance);
+    assert.equal(counter(again), 1);
+    assert.deepEqual(
+      await sweep((o) => again.scanChangedSince(mark, o)),
+      [{ PK: 'P#3', SK: 's3', GSI1PK: 'G', GSI1SK: 'g3', i: 103 }],
+      'a mark survives a reopen',
+    );
+    await again.close();
+  });
+
+  it('several processes opening a version 1 file at once migrate it once, and each one’s write is stamped', async () => {
+    const file = versionOneFile(200);
+    const script = `
+      const { SqliteItemStore } = await import(${JSON.stringify(path.resolve('src/store/sqlite/sqlite-item-store.ts'))});
+      const s = new SqliteItemStore(process.argv[1]);
+      await s.put({ PK: 'W#' + process.argv[2], SK: 's' });
+      await s.close();`;
+    const run = (n: number) =>
+      new Promise<number>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, file, String(n)], {
+          stdio: 'inherit',
+        });
+        child.on('error', reject);
+        child.on('exit', (code) => resolve(code ?? 1));
+      });
+    assert.deepEqual(await Promise.all([1, 2, 3, 4].map(run)), [0, 0, 0, 0]);
+    const store = new SqliteItemStore(file);
+    assert.equal(store.db.prepare('SELECT count(*) AS n FROM alp_meta').pluck().get(), 2, 'one counter and one instance id');
+    assert.equal(counter(store), 4);
+    const stamped = store.db.prepare('SELECT PK, wseq FROM items WHERE wseq IS NOT NULL ORDER BY wseq').all() as Array<{
+      PK: string;
+      wseq: number;
+    }>;
+    assert.deepEqual(
+      stamped.map((r) => r.wseq),
+      [1, 2, 3, 4],
+    );
+    assert.equal(store.db.prepare('SELECT count(*) FROM items WHERE phash IS NULL').pluck().get(), 0);
+    await store.close();
+  });
+
+  it('a read-only store of a version 1 file still scans segments (filtered in order) and answers change scans with every item', async () => {
+    const file = versionOneFile(30);
+    const ro = new SqliteItemStore(file, { readonly: true });
+    const all = await sweep((o) => ro.scan(o));
+    assert.equal(all.length, 30);
+    assert.deepEqual(ids(await segmentsOf((o) => ro.scan(o), 4)), ids(all));
+    const mark = await ro.changeMark();
+    assert.deepEqual(ids(await sweep((o) => ro.scanChangedSince(mark, o))), ids(all));
+    await assert.rejects(ro.put({ PK: 'x', SK: 'y' }), StorageFailure);
+    await ro.close();
+    const raw = new Database(file, { readonly: true });
+    assert.equal(raw.pragma('user_version', { simple: true }), 0, 'a read-only store never migrates');
+    raw.close();
+  });
+});
+
+describe('SQLite change marks and segments: the write sequence', () => {
+  it('one number per write transaction (batchPut and transactWrite too); deletes and failed conditions draw none', async () => {
+    const store = new SqliteItemStore(path.join(tempDir('alp-sqlite'), 'alp.db'));
+    await store.batchPut(Array.from({ length: 50 }, (_, i) => ({ PK: `B#${i}`, SK: 's' })));
+    assert.equal(counter(store), 1);
+    await store.transactWrite([
+      { op: 'put', item: { PK: 'T', SK: 'a' } },
+      { op: 'update', key: { PK: 'T', SK: 'b' }, update: { set: { v: 1 } } },
+      { op: 'delete', key: { PK: 'B#0', SK: 's' } },
+    ]);
+    assert.equal(counter(store), 2);
+    await store.delete({ PK: 'B#1', SK: 's' });
+    await store.transactWrite([{ op: 'delete', key: { PK: 'B#2', SK: 's' } }]);
+    await assert.rejects(store.put({ PK: 'T', SK: 'a' }, { condition: { kind: 'notExists' } }));
+    assert.equal(counter(store), 2);
+    const stamps = store.db.prepare("SELECT SK, wseq FROM items WHERE PK = 'T' ORDER BY SK").all();
+    assert.deepEqual(stamps, [
+      { SK: 'a', wseq: 2 },
+      { SK: 'b', wseq: 2 },
+    ]);
+    await store.close();
+  });
+
+  it('marks and writes of two connections on one file: a mark sees every later write of the other', async () => {
+    const file = path.join(tempDir('alp-sqlite'), 'alp.db');
+    const a = new SqliteItemStore(file);
+    const b = new SqliteItemStore(file);
+    await a.put({ PK: 'x', SK: '1' });
+    const mark = await b.changeMark();
+    await a.put({ PK: 'x', SK: '2' });
+    await b.put({ PK: 'x', SK: '3' });
+    await a.update({ PK: 'x', SK: '1' }, { set: { again: true } });
+    assert.deepEqual(ids(await sweep((o) => b.scanChangedSince(mark, o))), ['x/1', 'x/2', 'x/3']);
+    assert.deepEqual(ids(await sweep((o) => a.scanChangedSince(mark, o))), ['x/1', 'x/2', 'x/3']);
+    await a.close();
+    await b.close();
+  });
+
+  it('answers exactly the rows written after the mark, through the indexes, and no bookkeeping reaches an item', async () => {
+    const store = new SqliteItemStore(path.join(tempDir('alp-sqlite'), 'alp.db'));
+    await store.batchPut(Array.from({ length: 500 }, (_, i) => ({ PK: `O#${i % 50}`, SK: `s${i}`, old: true })));
+    const mark = await store.changeMark();
+    const changed = Array.from({ length: 30 }, (_, i) => ({ PK: `O#${(i * 7) % 50}`, SK: `s${i * 13}`, fresh: i }));
+    for (const item of changed) await store.put(item);
+    const got = await sweep((o) => store.scanChangedSince(mark, o), { limit: 4 });
+    assert.deepEqual(ids(got), ids(changed));
+    for (const item of got) assert.deepEqual(Object.keys(item).sort(), ['PK', 'SK', 'fresh']);
+    assert.deepEqual(ids(await segmentsOf((o) => store.scanChangedSince(mark, o), 3)), ids(changed));
+    const plan = (sql: string, ...params: unknown[]) => JSON.stringify(store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params));
+    // The engine's own statements: each is a range search of its index, in the index's order.
+    assert.match(plan(SCAN_SQL.changed, 1, 1, 'a', 'b', 5), /SEARCH items USING INDEX items_wseq \(wseq>\?\)/);
+    assert.match(plan(SCAN_SQL.segNext, 0, 9, 0, 'a', 'b', 5), /SEARCH items USING INDEX items_phash \(phash>\? AND phash<\?\)/);
+    assert.match(plan(SCAN_SQL.segFirst, 0, 9, 5), /SEARCH items USING INDEX items_phash \(phash>\? AND phash<\?\)/);
+    for (const sql of Object.values(SCAN_SQL))
+      assert.doesNotMatch(plan(sql, ...Array(sql.split('?').length - 1).fill(0)), /TEMP B-TREE|SCAN items/);
+    const attrs = store.db.prepare('SELECT attrs FROM items').pluck().all() as string[];
+    assert.ok(attrs.every((a) => !a.includes('wseq') && !a.includes('phash')));
+    await store.close();
+  });
+
+  it('a mark of another database is answered with every item (conservative); a snapshot copy scans segments', async () => {
+    const one = new SqliteItemStore(path.join(tempDir('alp-sqlite'), 'alp.db'));
+    const two = new SqliteItemStore(path.join(tempDir('alp-sqlite'), 'alp.db'));
+    await two.batchPut(Array.from({ length: 12 }, (_, i) => ({ PK: `Q#${i}`, SK: 's' })));
+    const foreign = await one.changeMark();
+    assert.equal((await sweep((o) => two.scanChangedSince(foreign, o))).length, 12);
+    const snapshot = await two.snapshot();
+    try {
+      assert.deepEqual(ids(await segmentsOf((o) => snapshot.scan(o), 3)), ids(await sweep((o) => two.scan(o))));
+    } finally {
+      await snapshot.close();
+    }
+    await one.close();
+    await two.close();
+  });
+
+  it('a mark ahead of the counter (the file was replaced by an older copy of itself) is answered with every item', async () => {
+    const file = path.join(tempDir('alp-sqlite'), 'alp.db');
+    const first = new SqliteItemStore(file);
+    await first.batchPut([{ PK: 'C', SK: '1' }]);
+    await first.close();
+    fs.copyFileSync(file, `${file}.old`);
+    const later = new SqliteItemStore(file);
+    for (let i = 2; i <= 5; i++) await later.put({ PK: 'C', SK: String(i) });
+    const mark = await later.changeMark();
+    await later.close();
+    fs.renameSync(`${file}.old`, file);
+    const older = new SqliteItemStore(file);
+    await older.put({ PK: 'C', SK: 'after' });
+    assert.deepEqual(ids(await sweep((o) => older.scanChangedSince(mark, o))), ['C/1', 'C/after']);
+    await older.close();
+  });
+});
