@@ -25,11 +25,11 @@ export async function sinkOpsFor(sinks: readonly AuditSink[], events: AuditEvent
 }
 
 /** The operations after `parts` with the part that owns sink op `failed` replaced by its retry, or undefined. */
-function retried(parts: SinkOps[], current: TransactOp[][], failed: number): TransactOp[] | undefined {
+async function retried(parts: SinkOps[], current: TransactOp[][], failed: number): Promise<TransactOp[] | undefined> {
   let offset = 0;
   for (const [k, ops] of current.entries()) {
     if (failed < offset + ops.length) {
-      const next = parts[k]?.retry?.(failed - offset);
+      const next = await parts[k]?.retry?.(failed - offset);
       if (!next) return undefined;
       current[k] = next;
       return current.flat();
@@ -59,7 +59,7 @@ export async function commitWithSinks(
     } catch (e) {
       const failed = e instanceof ConditionFailed && e.failedIndex !== undefined ? e.failedIndex - coreLength : -1;
       if (failed < 0 || ops === fallback) throw e;
-      const next = retriedOnce ? undefined : retried(parts, current, failed);
+      const next = retriedOnce ? undefined : await retried(parts, current, failed);
       retriedOnce = true;
       ops = next && fits(next) ? next : fallback;
     }

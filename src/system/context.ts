@@ -55,7 +55,7 @@ export interface AuditEvent {
 export interface SinkOps {
   ops: TransactOp[];
   fallback: TransactOp[];
-  retry?(failedOp: number): TransactOp[] | undefined;
+  retry?(failedOp: number): TransactOp[] | undefined | Promise<TransactOp[] | undefined>;
 }
 
 export interface AuditSink {

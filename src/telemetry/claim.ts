@@ -11,7 +11,7 @@ import { TELQ_FRESH_PREFIX, TELQ_SK_END, telqIdSk, telqLeaseEpochPrefix, telqLea
 import { cond, type Item, type ItemStore, MAX_TRANSACT_OPS, type SkCondition, type TransactOp } from '../store/item-store.ts';
 import { epochCheck, noRestoreHoldCheck, readEpoch, readRestoreHold } from '../system/state.ts';
 import { telemetryFenceCheck, telemetryFenced, telemetryIsFenced } from './fence.ts';
-import { type ClaimedRecord, idItem, type RecordKind } from './records.ts';
+import { type ClaimedRecord, exhaustOps, idItem, type RecordKind } from './records.ts';
 import { leavingCounterOps, readQueueStates } from './shards.ts';
 import type { ShardLayout } from './sink.ts';
 
@@ -172,17 +172,7 @@ async function nextOf(q: QueueView, epoch: number, src: Source): Promise<Item | 
 function planRecord(q: QueueView, req: ClaimRequest, shard: number, rec: Item): Planned {
   const attempts = rec.attempts as number;
   const idKey = { PK: rec.PK, SK: telqIdSk(rec.id as string) };
-  if (attempts >= q.layout.limits.maxAttempts) {
-    return {
-      shard,
-      rec,
-      kind: 'exhaust',
-      ops: [
-        ...(rec.indexed === false ? [] : [{ op: 'delete', key: idKey, condition: cond.eq('slot', rec.SK) } as TransactOp]),
-        { op: 'delete', key: { PK: rec.PK, SK: rec.SK }, condition: cond.eq('attempts', attempts) },
-      ],
-    };
-  }
+  if (attempts >= q.layout.limits.maxAttempts) return { shard, rec, kind: 'exhaust', ops: exhaustOps(rec) };
   const size = rec.bytes as number;
   const leaseToken = randomToken();
   const expiresMs = req.nowMs + req.leaseMs;

@@ -28,22 +28,22 @@ import { type Clock, systemClock } from '../core/clock.ts';
 import { ConditionFailed, Conflict, InvalidInput } from '../core/errors.ts';
 import { telqIdSk, telqShardPk } from '../core/keys.ts';
 import { cond, type Item, type ItemStore } from '../store/item-store.ts';
+import { lazyItemStore } from '../store/lazy.ts';
 import type { AuditSink } from '../system/context.ts';
 import { CURRENT_SCHEMA } from '../system/schema.ts';
 import { acknowledgeRecords } from './ack.ts';
 import { claimRecords, preflight, type QueueView } from './claim.ts';
-import { installationFenceShards, telemetryFenceCheck, telemetryFenced } from './fence.ts';
+import { admitOrDrop } from './enqueue.ts';
+import { installationFenceShards, telemetryFenceCheck } from './fence.ts';
 import { LIMIT_NAMES, resolveLimits, type TelemetryLimits } from './limits.ts';
 import {
   type AckInput,
   type AckResult,
   AUDIT_ID_RE,
-  admitOp,
   type ClaimedRecord,
   type ClaimOptions,
   CUSTOM_ID_RE,
   DEFAULT_CLAIM,
-  dropOp,
   type EnqueueResult,
   idItem,
   intOption,
@@ -125,16 +125,30 @@ export class TelemetryQueue {
    * only matters to the process that initialises the queue: the count is fixed then, and every later
    * open uses the persisted one. `fenceShards` (the layout's fence_shards): where the custom enqueue,
    * claim and acknowledge check the maintenance fence; read from the installation record when not given.
+   * `database` (the seed's `new TelemetryQueue(database)`): a SQLite file path, opened on first use
+   * through store/open.ts and closed by close(); a store passed in is the caller's to close.
    */
+  constructor(database: string, limits?: Partial<TelemetryLimits>, opts?: { clock?: Clock; shards?: number; fenceShards?: number });
+  constructor(items: ItemStore, limits?: Partial<TelemetryLimits>, opts?: { clock?: Clock; shards?: number; fenceShards?: number });
   constructor(
-    readonly items: ItemStore,
+    database: ItemStore | string,
     limits?: Partial<TelemetryLimits>,
     opts: { clock?: Clock; shards?: number; fenceShards?: number } = {},
   ) {
+    this.owned = typeof database === 'string';
+    this.items = typeof database === 'string' ? lazyItemStore({ engine: 'sqlite', path: database }) : database;
     this.requested = limits === undefined ? undefined : resolveLimits(limits);
     this.requestedShards = opts.shards ?? 1;
     this.fenceShards = opts.fenceShards;
     this.clock = opts.clock ?? systemClock;
+  }
+
+  readonly items: ItemStore;
+  private readonly owned: boolean;
+
+  /** Closes the database this queue opened from a path (idempotent); a store passed in stays open. */
+  async close(): Promise<void> {
+    if (this.owned) await this.items.close();
   }
 
   /** Initialises the queue (first call ever) or checks the persisted limits; one get when it exists. */
@@ -254,7 +268,7 @@ export class TelemetryQueue {
    * construction and reserved (custom enqueue refuses them).
    */
   auditSink(): AuditSink {
-    return telemetrySink(() => this.openLayout(), this.full);
+    return telemetrySink(() => this.openLayout(), this.full, this.items);
   }
 
   /**
@@ -279,46 +293,18 @@ export class TelemetryQueue {
     const digest = canonicalDigest(clean.value);
     const existing = await this.items.get({ PK: pk, SK: telqIdSk(id) }, { consistent: true });
     if (existing) return this.duplicate(id, existing, digest, clean.bytes);
-    const dropped: EnqueueResult = { id, status: 'dropped', bytes: clean.bytes };
-    // Every write of a custom enqueue carries the fence check (index 0): MAINTENANCE while a maintenance holds it.
+    // Every write of a custom enqueue carries the fence check: MAINTENANCE while a maintenance holds it.
     const fence = telemetryFenceCheck(this.fenceShards ?? 1, shard, layout.shards);
-    const fenced = (e: unknown) => e instanceof ConditionFailed && e.failedIndex === 0;
-    if (this.full.has(shard)) {
-      // Last seen full: the complementary drop commits while it still is (one write).
-      try {
-        await this.items.transactWrite([fence, dropOp(key, 1, false, limits, clean.bytes)]);
-        return dropped;
-      } catch (e) {
-        if (!(e instanceof ConditionFailed)) throw e;
-        if (fenced(e)) throw telemetryFenced('enqueue');
-        this.full.delete(shard);
-      }
-    }
     const rec = recordItem(pk, id, 'custom', clean.value, clean.bytes, atMs, true);
-    try {
-      await this.items.transactWrite([
-        fence,
-        admitOp(key, limits, 1, clean.bytes),
-        { op: 'put', item: idItem(pk, id, rec.SK, clean.bytes, digest), condition: cond.notExists() },
-        { op: 'put', item: rec, condition: cond.notExists() },
-      ]);
-      return { id, status: 'accepted', bytes: clean.bytes };
-    } catch (e) {
-      if (!(e instanceof ConditionFailed)) throw e;
-      if (fenced(e)) throw telemetryFenced('enqueue');
-      if (e.failedIndex === 1) {
-        this.full.add(shard);
-        try {
-          await this.items.transactWrite([fence, dropOp(key, 1)]);
-        } catch (d) {
-          throw fenced(d) ? telemetryFenced('enqueue') : d;
-        }
-        return dropped;
-      }
-      const racing = await this.items.get({ PK: pk, SK: telqIdSk(id) }, { consistent: true });
-      if (racing) return this.duplicate(id, racing, digest, clean.bytes);
-      throw new Conflict(`telemetry record ${id} changed concurrently; retry`);
-    }
+    const id_ = idItem(pk, id, rec.SK, clean.bytes, digest);
+    const outcome = await admitOrDrop(
+      { items: this.items, shard, pk, key, limits, rec, id: id_, bytes: clean.bytes, atMs, fence },
+      this.full,
+    );
+    if (outcome !== 'racing') return { id, status: outcome, bytes: clean.bytes };
+    const racing = await this.items.get({ PK: pk, SK: telqIdSk(id) }, { consistent: true });
+    if (racing) return this.duplicate(id, racing, digest, clean.bytes);
+    throw new Conflict(`telemetry record ${id} changed concurrently; retry`);
   }
 
   private async view(): Promise<QueueView> {

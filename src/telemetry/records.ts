@@ -135,16 +135,44 @@ export function idItem(pk: string, id: string, slot: string, bytes: number, payl
  * total. `limits` are the shard's share. `audit`: the records are audit entries (the audit append
  * counter of src/audit/counter.ts counts every audit entry admitted or dropped).
  */
-export function admitOp(key: ItemKey, limits: TelemetryLimits, n: number, bytes: number, audit = false): TransactOp {
+/** Exhausted records (their last lease expired) the same transaction removes: their capacity is released in it. */
+export interface Released {
+  records: number;
+  bytes: number;
+}
+
+export const NOTHING_RELEASED: Released = { records: 0, bytes: 0 };
+
+/** The counter updates of `released` exhausted records leaving in the same transaction. */
+function releasedAdd(r: Released): Record<string, number> {
+  return r.records > 0 ? { exhausted: r.records } : {};
+}
+
+export function admitOp(
+  key: ItemKey,
+  limits: TelemetryLimits,
+  n: number,
+  bytes: number,
+  audit = false,
+  released = NOTHING_RELEASED,
+): TransactOp {
   return {
     op: 'update',
     key,
-    update: { add: { accepted: n, live_records: n, live_bytes: bytes, ...(audit ? { audit_appended: n } : {}) } },
+    update: {
+      add: {
+        accepted: n,
+        live_records: n - released.records,
+        live_bytes: bytes - released.bytes,
+        ...(audit ? { audit_appended: n } : {}),
+        ...releasedAdd(released),
+      },
+    },
     condition: cond.and(
       cond.eq('max_records', limits.maxRecords),
       cond.eq('max_bytes', limits.maxBytes),
-      cond.le('live_records', limits.maxRecords - n),
-      cond.le('live_bytes', limits.maxBytes - bytes),
+      cond.le('live_records', limits.maxRecords - n + released.records),
+      cond.le('live_bytes', limits.maxBytes - bytes + released.bytes),
     ),
   };
 }
@@ -154,15 +182,37 @@ export function admitOp(key: ItemKey, limits: TelemetryLimits, n: number, bytes:
  * records would not fit (so a sink that guessed "full" learns when the shard drained); without, it is
  * unconditional (the fallback that always lets the audit write commit).
  */
-export function dropOp(key: ItemKey, n: number, audit = false, limits?: TelemetryLimits, bytes = 0): TransactOp {
+export function dropOp(
+  key: ItemKey,
+  n: number,
+  audit = false,
+  limits?: TelemetryLimits,
+  bytes = 0,
+  released = NOTHING_RELEASED,
+): TransactOp {
+  const leaving = released.records > 0 ? { live_records: -released.records, live_bytes: -released.bytes } : {};
   return {
     op: 'update',
     key,
-    update: { add: { dropped: n, ...(audit ? { audit_appended: n } : {}) } },
+    update: { add: { dropped: n, ...(audit ? { audit_appended: n } : {}), ...releasedAdd(released), ...leaving } },
     ...(limits
-      ? { condition: cond.or(cond.gt('live_records', limits.maxRecords - n), cond.gt('live_bytes', limits.maxBytes - bytes)) }
+      ? {
+          condition: cond.or(
+            cond.gt('live_records', limits.maxRecords - n + released.records),
+            cond.gt('live_bytes', limits.maxBytes - bytes + released.bytes),
+          ),
+        }
       : {}),
   };
+}
+
+/** The deletes that exhaust a record (its slot, and its identity item when it has one), conditioned on its attempts and slot. */
+export function exhaustOps(rec: Item): TransactOp[] {
+  const idKey = { PK: rec.PK, SK: telqIdSk(rec.id as string) };
+  return [
+    ...(rec.indexed === false ? [] : [{ op: 'delete', key: idKey, condition: cond.eq('slot', rec.SK) } as TransactOp]),
+    { op: 'delete', key: { PK: rec.PK, SK: rec.SK }, condition: cond.eq('attempts', rec.attempts as number) },
+  ];
 }
 
 /** Why a record cannot be acknowledged by this owner with this token at `atMs`, or undefined when it can. */
