@@ -1,0 +1,233 @@
+/**
+ * Issue 17 B8, seed 004 "ArtifactRetention scans … host-provided SHA-256 pins": persistent pins
+ * (retention/pins.ts), on both profiles (SQLite + fs, DynamoDB Local + s3rver). Time moves only through
+ * the injected clock. A "crash" of a purge is a content store whose first delete throws (the
+ * fault-injection approach of test/retention/suite.ts and test/safety/retention-safety.test.ts).
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { DAY_MS } from '../../src/core/clock.ts';
+import { Conflict, Forbidden, InvalidInput, MaintenanceInProgress, NotFound } from '../../src/core/errors.ts';
+import { PINS_PK, TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
+import { createBackup } from '../../src/recovery/backup.ts';
+import { restoreBackup } from '../../src/recovery/restore.ts';
+import { localTrustedHost } from '../../src/retention/host.ts';
+import { addPin, getPin, listPins, pinHistory, removePin, storedPins } from '../../src/retention/pins.ts';
+import { ArtifactRetention } from '../../src/retention/retention.ts';
+import { createContext } from '../../src/runtime/context.ts';
+import { attachAuditSinks } from '../../src/runtime/sinks.ts';
+import { queryAll } from '../../src/store/item-store.ts';
+import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
+import { readFence, withMaintenance } from '../../src/system/fence.ts';
+import { recoverMaintenance } from '../../src/system/recovery.ts';
+import { advanceEpoch } from '../../src/system/state.ts';
+import { stopDistributedServers } from '../helpers/distributed.ts';
+import {
+  distributed,
+  type Engine,
+  embedded,
+  epochOf,
+  host,
+  installationsOf,
+  operator,
+  type RetentionInstallation,
+} from '../helpers/retention-harness.ts';
+import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
+
+after(stopDistributedServers);
+
+const bot = { id: 'bot', kind: 'agent' as const };
+const svc = { id: 'svc', kind: 'service' as const };
+const hexDigest = (c: string) => `sha256:${c.repeat(64)}`;
+
+async function all<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+function pinsSuite(engine: Engine): void {
+  describe(`persistent pins (issue 17 B8) on ${engine.name}`, () => {
+    const fresh = installationsOf(engine);
+    const orphan = async (i: RetentionInstallation, key: string, data: string) => (await i.ctx.content.put(key, bytesOf(data))).digest;
+    /** A run given no --pin: the host supplies none, so only the stored pins can keep an object. */
+    const run = async (i: RetentionInstallation, action: 'QUARANTINE' | 'PURGE', restore: string) => {
+      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
+      try {
+        return await retention.run(await epochOf(i.ctx), action, host(i.ctx, { restore }));
+      } finally {
+        await retention.close();
+      }
+    };
+    const observation = async (i: RetentionInstallation, key: string) =>
+      (await new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock }).observations()).get(key);
+
+    it('add, list (paged, digest order), remove; every change recorded with who, when and why', async () => {
+      const i = await fresh();
+      attachAuditSinks(i.ctx);
+      const ds = ['c', 'a', 'e', 'b', 'd'].map(hexDigest);
+      for (const d of ds) await addPin(i.ctx, d, operator, `keep ${d.slice(7, 8)}`);
+      assert.deepEqual(await storedPins(i.ctx.items), [...ds].sort(), 'sorted digests');
+      const paged = await all(listPins(i.ctx.items, { pageSize: 2 }));
+      assert.deepEqual(
+        paged.map((p) => p.digest),
+        [...ds].sort(),
+        'pages of 2 give every pin once, in order',
+      );
+      const a = paged[0];
+      assert.deepEqual(a, { digest: hexDigest('a'), reason: 'keep a', added_by: operator, added_at: i.ctx.clock.now().toISOString() });
+
+      await assert.rejects(
+        addPin(i.ctx, hexDigest('a'), operator, 'again'),
+        (e: Error) => e instanceof Conflict && /pinned already, by os:operator/.test(e.message),
+      );
+      await assert.rejects(addPin(i.ctx, 'sha256:abc', operator, 'short'), InvalidInput);
+      await assert.rejects(addPin(i.ctx, hexDigest('f'), operator, '   '), InvalidInput);
+      await assert.rejects(removePin(i.ctx, hexDigest('f'), operator, 'not pinned'), NotFound);
+
+      i.ctx.clock.advance(DAY_MS);
+      const removed = await removePin(i.ctx, hexDigest('a'), operator, 'no longer needed');
+      assert.equal(removed.at, i.ctx.clock.now().toISOString());
+      assert.equal(await getPin(i.ctx.items, hexDigest('a')), undefined);
+      assert.deepEqual(await storedPins(i.ctx.items), ['b', 'c', 'd', 'e'].map(hexDigest));
+
+      const history = await all(pinHistory(i.ctx.items, { digest: hexDigest('a') }));
+      assert.deepEqual(
+        history.map((e) => [e.action, e.by.id, e.by.kind, e.reason]),
+        [
+          ['added', 'os:operator', 'human', 'keep a'],
+          ['removed', 'os:operator', 'human', 'no longer needed'],
+        ],
+      );
+      assert.deepEqual(
+        history[1]?.pin,
+        { reason: 'keep a', added_by: operator, added_at: a?.added_at },
+        'a removal keeps who had added it and why',
+      );
+      assert.equal((await all(pinHistory(i.ctx.items))).length, 6, 'five adds and one removal, none of the refused changes');
+
+      const outbox = await queryAll(i.ctx.items, { pk: TELQ_PK, sk: { beginsWith: TELQ_FRESH_PREFIX }, consistent: true });
+      const types = outbox.map((r) => (r.payload as Record<string, unknown>)?.type).filter((t) => String(t).startsWith('pin_'));
+      assert.deepEqual(types.sort(), ['pin_added', 'pin_added', 'pin_added', 'pin_added', 'pin_added', 'pin_removed']);
+    });
+
+    it('only a human operator changes pins', async () => {
+      const i = await fresh();
+      for (const who of [bot, svc]) {
+        await assert.rejects(
+          addPin(i.ctx, hexDigest('a'), who, 'mine'),
+          (e: Error) => e instanceof Forbidden && e.message.includes('human'),
+        );
+      }
+      await addPin(i.ctx, hexDigest('a'), operator, 'keep');
+      await assert.rejects(removePin(i.ctx, hexDigest('a'), bot, 'drop'), Forbidden);
+      assert.deepEqual(await storedPins(i.ctx.items), [hexDigest('a')]);
+      assert.equal((await all(pinHistory(i.ctx.items))).length, 1);
+    });
+
+    it('a pinned orphan is never quarantined or purged by a run given no --pin; removing the pin lets the normal protocol proceed', async () => {
+      const i = await fresh();
+      const restore = await i.verifiedRestore();
+      const kept = await orphan(i, 'artifacts/pin/v1/kept', 'the operator keeps this');
+      await orphan(i, 'artifacts/pin/v1/loose', 'nobody wants this');
+      await addPin(i.ctx, kept, operator, 'legal hold CHG-17');
+
+      const first = await run(i, 'QUARANTINE', restore);
+      assert.deepEqual(first.observed, ['artifacts/pin/v1/loose'], 'the pinned orphan is not even observed');
+      i.ctx.clock.advance(7 * DAY_MS);
+      assert.deepEqual((await run(i, 'QUARANTINE', restore)).quarantined, ['artifacts/pin/v1/loose']);
+      i.ctx.clock.advance(30 * DAY_MS);
+      assert.deepEqual((await run(i, 'PURGE', restore)).purged, ['artifacts/pin/v1/loose']);
+      assert.equal(await observation(i, 'artifacts/pin/v1/kept'), undefined);
+      assert.equal((await collect(await i.ctx.content.get('artifacts/pin/v1/kept', kept))).toString(), 'the operator keeps this');
+
+      // Unpinned: its record stays (PINS/LOG#…), but names the digest by hex only — not a reference.
+      await removePin(i.ctx, kept, operator, 'hold lifted');
+      assert.deepEqual((await run(i, 'QUARANTINE', restore)).observed, ['artifacts/pin/v1/kept'], 'grace starts now');
+      i.ctx.clock.advance(7 * DAY_MS);
+      assert.deepEqual((await run(i, 'QUARANTINE', restore)).quarantined, ['artifacts/pin/v1/kept']);
+      i.ctx.clock.advance(30 * DAY_MS);
+      assert.deepEqual((await run(i, 'PURGE', restore)).purged, ['artifacts/pin/v1/kept']);
+      assert.equal(
+        (await all(pinHistory(i.ctx.items, { digest: kept }))).length,
+        2,
+        'the record of who pinned and unpinned it outlives the object',
+      );
+    });
+
+    it('pins change only outside maintenance, or beside a fence abandoned in an older epoch; a purge recovery (alp maintenance release) honours a stored pin', async () => {
+      const i = await fresh();
+      const restore = await i.verifiedRestore();
+      const keep = await orphan(i, 'artifacts/rec/v1/keep-me', 'pinned after the crash, before the release');
+      await run(i, 'QUARANTINE', restore);
+      i.ctx.clock.advance(7 * DAY_MS);
+      await run(i, 'QUARANTINE', restore);
+      i.ctx.clock.advance(30 * DAY_MS);
+
+      // A live maintenance: pin changes are refused, it read its pins when it began.
+      await withMaintenance(i.ctx, await epochOf(i.ctx), 'some maintenance', async () => {
+        await assert.rejects(
+          addPin(i.ctx, keep, operator, 'during'),
+          (e: Error) => e instanceof MaintenanceInProgress && /some maintenance/.test(e.message),
+        );
+      });
+      assert.equal(await getPin(i.ctx.items, keep), undefined);
+
+      // The CLI's PURGE host keeps the fence when the purge dies after PREPARED.
+      const realDelete = i.ctx.content.delete.bind(i.ctx.content);
+      i.ctx.content.delete = async () => {
+        throw new Error('killed before the first unlink');
+      };
+      const cliHost = localTrustedHost(i.ctx, {
+        owner: 'retention os:operator',
+        approver: operator,
+        evidenceRef: 'CHG-17',
+        restore,
+        holdOnFailure: true,
+      });
+      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
+      await assert.rejects(retention.run(await epochOf(i.ctx), 'PURGE', cliHost), /killed before the first unlink/);
+      i.ctx.content.delete = realDelete;
+      assert.equal((await observation(i, 'artifacts/rec/v1/keep-me'))?.state, 'PREPARED');
+      assert.ok(await readFence(i.ctx), 'the dead purge left its fence');
+      await assert.rejects(addPin(i.ctx, keep, operator, 'too early'), MaintenanceInProgress, 'not abandoned yet: its epoch is current');
+
+      await advanceEpoch(i.ctx.items, operator.id, 'purge died', i.ctx.clock.now().toISOString());
+      await addPin(i.ctx, keep, operator, 'keep it after all');
+      const r = await recoverMaintenance(i.ctx, await epochOf(i.ctx), 'recovery by os:operator');
+      const step = r.steps.find((s) => s.name.startsWith('retention'))?.result as Record<string, unknown>;
+      assert.deepEqual(step.cancelled, ['artifacts/rec/v1/keep-me'], 'the stored pin cancelled the interrupted purge');
+      assert.deepEqual(step.purged, []);
+      assert.equal(
+        (await collect(await i.ctx.content.get('artifacts/rec/v1/keep-me', keep))).toString(),
+        'pinned after the crash, before the release',
+      );
+      assert.equal(await readFence(i.ctx), undefined);
+    });
+
+    it('pins and their record survive backup and restore', async () => {
+      const i = await fresh();
+      await addPin(i.ctx, hexDigest('a'), operator, 'keep a');
+      await addPin(i.ctx, hexDigest('b'), operator, 'keep b');
+      await removePin(i.ctx, hexDigest('b'), operator, 'drop b');
+      const out = path.join(tempDir('alp-pins-backup'), 'b');
+      await createBackup(i.ctx, { out, actor: operator.id });
+      const items = new SqliteItemStore(path.join(tempDir('alp-pins-restore'), 'alp.db'));
+      try {
+        await restoreBackup(createContext({ items, content: i.ctx.content, clock: i.ctx.clock }), { from: out, actor: operator.id });
+        assert.deepEqual(await storedPins(items), [hexDigest('a')]);
+        assert.deepEqual(
+          (await all(pinHistory(items))).map((e) => [e.action, e.digest, e.reason]),
+          (await all(pinHistory(i.ctx.items))).map((e) => [e.action, e.digest, e.reason]),
+        );
+        assert.equal((await queryAll(items, { pk: PINS_PK, consistent: true })).length, 4, 'one pin and three records');
+      } finally {
+        await items.close();
+      }
+    });
+  });
+}
+
+pinsSuite(embedded);
+pinsSuite(distributed);
