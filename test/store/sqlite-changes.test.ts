@@ -218,3 +218,15 @@ describe('SQLite change marks and segments: the write sequence', () => {
     await older.close();
   });
 });
+
+describe('SQLite change marks and segments: the partition hash', () => {
+  it('is stable (stored in every row: these values must never change) and spreads keys evenly', () => {
+    assert.deepEqual(
+      ['', 'ART#01JABCDEFGHJKMNPQRSTVWXYZ', 'SYS#installation', 'REFIDX#r#3', 'ünï©ødé'].map(partitionHash),
+      [2872998923, 3501090291, 3905486733, 2943597016, 2231039830],
+    );
+    const buckets = new Array(16).fill(0);
+    for (let i = 0; i < 16_000; i++) buckets[Math.floor((partitionHash(`ART#${i}`) * 16) / 2 ** 32)]++;
+    for (const b of buckets) assert.ok(b > 850 && b < 1150, `bucket of ${b} (1000 expected)`);
+  });
+});
