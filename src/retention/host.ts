@@ -11,7 +11,7 @@ import { PRINCIPAL_SK, principalPk } from '../core/keys.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { withMaintenance } from '../system/fence.ts';
-import type { RetentionApproval, RetentionPlan } from './model.ts';
+import type { RetentionAction, RetentionApproval, RetentionPlan } from './model.ts';
 import { resolveRestoreReference } from './restore-proof.ts';
 import type { MaintenanceCommitter, RetentionHost } from './retention.ts';
 
@@ -27,7 +27,11 @@ export interface LocalHostOptions {
   approvalTtlMs?: number;
   /** Called with the plan before approving; return false to decline (an interactive confirmation). */
   confirm?: (plan: RetentionPlan, digest: Digest) => Promise<boolean> | boolean;
-  /** Keep the fence if the run fails midway (a purge interrupted between journal records). */
+  /**
+   * Keep the fence if the run fails midway (a purge interrupted between journal records), so that
+   * review and retry happen under maintenance before publishers resume (seed 004). Default: true for
+   * a PURGE run, false otherwise.
+   */
   holdOnFailure?: boolean;
 }
 
@@ -46,11 +50,14 @@ export function localTrustedHost(ctx: ServiceContext, o: LocalHostOptions): Rete
   // A reference that names no metadata store at all is the operator's mistake: a coded error now, before the fence.
   resolveRestoreReference(o.restore);
   return {
-    withMaintenance: <T>(epoch: number, fn: (m: MaintenanceCommitter) => Promise<T>) =>
+    // Retention fences readers too (seed 004: "every artifact publisher, reader, …"), refuses while a
+    // restore is held, and keeps the fence after a failed PURGE unless told otherwise.
+    withMaintenance: <T>(epoch: number, fn: (m?: MaintenanceCommitter) => Promise<T>, run?: { action: RetentionAction }) =>
       withMaintenance(ctx, epoch, o.owner, (handle) => fn(handle), {
         purpose: 'retention',
         refuseWhileRestoreHeld: true,
-        ...(o.holdOnFailure ? { holdOnFailure: true } : {}),
+        fenceReaders: true,
+        holdOnFailure: o.holdOnFailure ?? run?.action === 'PURGE',
       }),
     pins: () => o.pins ?? [],
     approve: async (plan, digest): Promise<RetentionApproval | undefined> => {

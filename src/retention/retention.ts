@@ -1,431 +1,313 @@
 /**
  * ArtifactRetention (seed 004): reference scanning, a 7-day grace from first observation, approved
- * logical quarantine for 30 days, then a separately approved, journaled purge — all inside the
- * trusted host's maintenance fence, in the current epoch, never while a restore is held.
+ * logical quarantine for 30 days, then a separately approved, journaled purge — in the current epoch,
+ * never while a restore is held. The plan is made outside the maintenance fence (read-only); under the
+ * fence a run only re-validates the plan against every change since it was made, commits and acts
+ * (docs/design.md §6 "short fence").
  *
- *   const retention = new ArtifactRetention(items, content);
- *   try { await retention.run(epoch, 'QUARANTINE', trustedHost, { maxArtifacts: 100 }); }
- *   finally { await retention.close(); }
+ *   const retention = new ArtifactRetention(database, artifactRoot); // or (items, content, opts)
+ *   try {
+ *     const { plan_digest } = await retention.plan(epoch, 'QUARANTINE', { maxArtifacts: 100 });
+ *     // …a human reviews the plan…
+ *     await retention.run(epoch, 'QUARANTINE', trustedHost, { maxArtifacts: 100, planDigest: plan_digest });
+ *   } finally { await retention.close(); }
+ *
+ * Unlike the seed's synchronous sketch every method is async (returns a Promise): the distributed
+ * engines (DynamoDB, S3) answer over the network. `database` is a SQLite file path and `artifactRoot`
+ * a content directory (the embedded profile; opened lazily, closed by close()); `(items, content)` is
+ * the contract-based form for any engine. The host's `withMaintenance(epoch, fn)` may call `fn()` the
+ * seed's way, with no argument: the run then takes ALP's own fence inside the host's callback.
  *
  * Not reachable over HTTP: an administrative API for trusted hosts (the CLI is one).
  */
+import fs from 'node:fs';
 import type { ContentStore } from '../content/content-store.ts';
+import { openContentStore } from '../content/open.ts';
 import { type Clock, systemClock } from '../core/clock.ts';
 import type { Digest } from '../core/digest.ts';
-import { ConditionFailed, IntegrityError, InvalidInput, NotFound, RestoreHeld } from '../core/errors.ts';
-import { newId } from '../core/ids.ts';
-import { OBSERVATION_SK_PREFIX, observationPartitions, retentionPk, retentionRunSk } from '../core/keys.ts';
-import { cond, type ItemStore, type TransactOp } from '../store/item-store.ts';
+import { InvalidInput, NotFound } from '../core/errors.ts';
+import { OBSERVATION_SK_PREFIX, observationPartitions } from '../core/keys.ts';
+import type { ItemStore } from '../store/item-store.ts';
 import { queryAllMerged } from '../store/merge-query.ts';
+import { openItemStore } from '../store/open.ts';
 import { createContext, type ServiceContext } from '../system/context.ts';
-import { readInstallation, readLayout } from '../system/installation.ts';
+import { withMaintenance } from '../system/fence.ts';
+import { readLayout } from '../system/installation.ts';
 import { type Layout, UNSHARDED } from '../system/layout.ts';
-import { assertEpochAndNoHold, isRestoreHeld } from '../system/state.ts';
-import {
-  contentRootId,
-  DEFAULT_MAX_ARTIFACTS,
-  GRACE_MS,
-  keyOfObservation,
-  MAX_ARTIFACTS,
-  type Observation,
-  observationKey,
-  type PlanCandidate,
-  QUARANTINE_MS,
-  type RetentionAction,
-  type RetentionApproval,
-  type RetentionPlan,
-  retentionMaterialDigest,
-  type TrustedHost,
-} from './model.ts';
-import { normalisePins, recordedPins, storedDigest, unlinkUnpinned } from './purge.ts';
-import { type ReferenceScan, scanReferences } from './references.ts';
+import { contentRootId, type Observation, type RetentionAction, type RetentionApproval, type RetentionPlan } from './model.ts';
 import { verifyRestoreReference } from './restore-proof.ts';
+import {
+  type ActOutcome,
+  journal,
+  type MaintenanceCommitter,
+  ObservationsChanged,
+  purgeOne,
+  quarantine,
+  revalidateAndObserve,
+} from './run-act.ts';
+import { openPlanSession, type PlanSession } from './run-plan.ts';
+import type { ScanStats } from './scan-result.ts';
 
-export interface RetentionResult {
+export type { MaintenanceCommitter } from './run-act.ts';
+
+export interface RetentionResult extends ActOutcome {
   status: 'DONE' | 'NOTHING_TO_DO' | 'REFUSED';
   action: RetentionAction;
   reason?: string;
   plan?: RetentionPlan;
   plan_digest?: Digest;
-  /** Keys that changed state in this run. */
-  quarantined: string[];
-  purged: string[];
-  /** Observations dropped because their object is referenced again (eligibility reset). */
-  reset: string[];
-  /** New first observations (grace started). */
-  observed: string[];
-  /** Candidates left alone, and why. */
+  scan: ScanStats;
+  /** How long the maintenance fence was held (taking and releasing it included); 0 when it was not taken. */
+  fence_ms: number;
+  /** How long planning took, outside the fence. */
+  plan_ms: number;
+}
+
+/** What plan() returns: the plan a human reviews, its digest, and what a run would observe. */
+export interface RetentionPlanResult {
+  plan: RetentionPlan;
+  plan_digest: Digest;
+  /** The observation writes a run would commit first: grace starts and lapsed observations. */
+  observe: { starts: number; resets: number };
   skipped: Array<{ key: string; reason: string }>;
-  scan: ReferenceScan['stats'];
+  scan: ScanStats;
+  plan_ms: number;
 }
 
-/** The writer a run commits through: every transaction also proves the fence and the epoch. */
-export interface MaintenanceCommitter {
-  commit(ops: TransactOp[]): Promise<void>;
+export interface PlanOptions {
+  maxArtifacts?: number;
+  /** Digests to keep besides the persistent pins and those recorded with interrupted purges. */
+  pins?: Iterable<string>;
+  onProgress?: (phase: string, done: number, total?: number) => void;
 }
 
-export interface RetentionHost extends Omit<TrustedHost, 'withMaintenance'> {
-  withMaintenance<T>(epoch: number, fn: (m: MaintenanceCommitter) => Promise<T>): Promise<T>;
+export interface RunOptions {
+  maxArtifacts?: number;
+  /** The digest of the plan the operator reviewed (`alp retention plan`): a recomputed plan that differs is REFUSED. */
+  planDigest?: string;
+  onProgress?: (phase: string, done: number, total?: number) => void;
 }
 
-const BATCH = 80;
+/**
+ * The trusted host (seed 004): the fence, pins and the human approval. `withMaintenance` runs `fn`
+ * under the host's exclusive maintenance; a host that passes ALP's fence handle (localTrustedHost)
+ * lets the run commit through it, a host that calls `fn()` with no argument gets ALP's own fence taken
+ * inside its callback. `run` tells the host what it is for (a host keeps the fence after a failed PURGE).
+ */
+export interface RetentionHost {
+  withMaintenance<T>(epoch: number, fn: (m?: MaintenanceCommitter) => Promise<T>, run?: { action: RetentionAction }): Promise<T>;
+  pins(): Promise<Iterable<string>> | Iterable<string>;
+  approve(plan: RetentionPlan, digest: Digest): Promise<RetentionApproval | undefined>;
+}
+
+type Opened = { items: ItemStore; content: ContentStore; clock?: Clock; layout?: Layout; owned: boolean };
 
 export class ArtifactRetention {
-  private readonly ctx: ServiceContext;
-  private layoutKnown: boolean;
+  private ctxP: Promise<ServiceContext> | undefined;
+  private readonly open: () => Promise<Opened>;
+  private opened: Opened | undefined;
 
   /**
-   * `layout`: the installation's (ctx.layout); without it the installation record's is read before the
-   * first observation is (its observation keys depend on index_shards).
+   * `(database, artifactRoot)`: a SQLite file and a content directory of an existing installation,
+   * opened on first use through the contracts (store/open.ts, content/open.ts), closed by close().
+   * `(items, content, opts)`: stores the caller opened and closes. `layout`: the installation's
+   * (ctx.layout); without it the installation record's is read first (observation keys depend on it).
    */
-  constructor(items: ItemStore, content: ContentStore, opts: { clock?: Clock; layout?: Layout } = {}) {
-    this.ctx = createContext({ items, content, clock: opts.clock ?? systemClock, layout: { ...(opts.layout ?? UNSHARDED) } });
-    this.layoutKnown = opts.layout !== undefined;
-  }
-
-  private async layout(): Promise<Layout> {
-    if (!this.layoutKnown) {
-      this.ctx.layout = (await readLayout(this.ctx.items)) ?? { ...UNSHARDED };
-      this.layoutKnown = true;
+  constructor(database: string, artifactRoot: string, opts?: { clock?: Clock });
+  constructor(items: ItemStore, content: ContentStore, opts?: { clock?: Clock; layout?: Layout });
+  constructor(a: string | ItemStore, b: string | ContentStore, opts: { clock?: Clock; layout?: Layout } = {}) {
+    if (typeof a === 'string' || typeof b === 'string') {
+      if (typeof a !== 'string' || typeof b !== 'string')
+        throw new InvalidInput('pass a database path and an artifact root, or two stores');
+      this.open = async () => {
+        if (!fs.existsSync(a)) throw new NotFound(`no database at ${a}`);
+        const items = await openItemStore({ engine: 'sqlite', path: a });
+        const content = await openContentStore({ engine: 'fs', root: b }).catch(async (e: unknown) => {
+          await items.close();
+          throw e;
+        });
+        return { items, content, ...(opts.clock ? { clock: opts.clock } : {}), owned: true };
+      };
+    } else {
+      const opened: Opened = { items: a, content: b, ...opts, owned: false };
+      this.open = async () => opened;
     }
-    return this.ctx.layout;
   }
 
-  async run(epoch: number, action: RetentionAction, host: RetentionHost, opts: { maxArtifacts?: number } = {}): Promise<RetentionResult> {
-    if (action !== 'QUARANTINE' && action !== 'PURGE') throw new InvalidInput('action must be QUARANTINE or PURGE');
-    const max = opts.maxArtifacts ?? DEFAULT_MAX_ARTIFACTS;
-    if (!Number.isInteger(max) || max < 1 || max > MAX_ARTIFACTS) throw new InvalidInput(`maxArtifacts must be 1–${MAX_ARTIFACTS}`);
-    if (!Number.isInteger(epoch) || epoch < 1) throw new InvalidInput('epoch must be a positive integer');
-    await assertEpochAndNoHold(this.ctx.items, epoch);
-    return host.withMaintenance(epoch, async (m) => {
-      // Re-checked under the fence: the hold and epoch checks also ride in every commit below.
-      if (await isRestoreHeld(this.ctx.items)) throw new RestoreHeld();
-      return this.underFence(epoch, action, host, m, max);
-    });
+  private context(): Promise<ServiceContext> {
+    this.ctxP ??= (async () => {
+      const o = await this.open();
+      this.opened = o;
+      const layout = o.layout ?? (await readLayout(o.items)) ?? { ...UNSHARDED };
+      return createContext({ items: o.items, content: o.content, clock: o.clock ?? systemClock, layout: { ...layout } });
+    })();
+    return this.ctxP;
   }
 
-  async close(): Promise<void> {}
+  /** Read-only, no fence, no writes: the plan a run of `action` would carry out now, and its digest. */
+  async plan(epoch: number, action: RetentionAction, opts: PlanOptions = {}): Promise<RetentionPlanResult> {
+    const ctx = await this.context();
+    const started = Date.now();
+    const s = await this.session(ctx, epoch, action, opts.maxArtifacts, opts.pins ?? [], opts.onProgress);
+    try {
+      return {
+        plan: s.plan,
+        plan_digest: s.digest,
+        observe: s.work.counts(),
+        skipped: s.skipped,
+        scan: s.scan.stats,
+        plan_ms: Date.now() - started,
+      };
+    } finally {
+      s.close();
+    }
+  }
 
-  /** Observations of the current content root, by object key. */
+  async run(epoch: number, action: RetentionAction, host: RetentionHost, opts: RunOptions = {}): Promise<RetentionResult> {
+    const ctx = await this.context();
+    const started = Date.now();
+    const s = await this.session(ctx, epoch, action, opts.maxArtifacts, await host.pins(), opts.onProgress);
+    try {
+      const result = this.resultOf(action, s, Date.now() - started);
+      if (opts.planDigest !== undefined && opts.planDigest !== s.digest) {
+        const reason = `the plan recomputed now (${s.digest}) is not the reviewed plan (${opts.planDigest}): something changed since; run \`alp retention plan\` again and review the new plan`;
+        return { ...result, status: 'REFUSED', reason };
+      }
+      const empty = s.plan.candidates.length === 0;
+      if (empty && s.work.counts().starts + s.work.counts().resets === 0) return this.nothingToDo(result);
+      // The human decision on exactly this plan, checked here, not taken on trust (before the fence: it reads the restore).
+      const approval = empty ? undefined : await host.approve(s.plan, s.digest);
+      const refusal = empty ? undefined : await this.checkApproval(ctx, approval, s.digest, s.installationId);
+      const fenceStart = Date.now();
+      const inFence = (m: MaintenanceCommitter) => this.underFence(ctx, s, m, { epoch, action, approval, refusal }, result);
+      const done = await host.withMaintenance(
+        epoch,
+        (m) =>
+          m && typeof m.commit === 'function' ? inFence(m) : withMaintenance(ctx, epoch, 'retention (library)', inFence, ownFence(action)),
+        { action },
+      );
+      return { ...done, fence_ms: Date.now() - fenceStart };
+    } finally {
+      s.close();
+    }
+  }
+
+  /** Closes the stores this instance opened itself (the path form); idempotent. */
+  async close(): Promise<void> {
+    const o = this.opened;
+    this.opened = undefined;
+    this.ctxP = undefined;
+    if (o?.owned) {
+      await o.items.close();
+    }
+  }
+
+  /** Observations of the current content root, by object key (a convenience for tests and small installations: it holds them all). */
   async observations(): Promise<Map<string, Observation>> {
-    // Every observation shard of the root (one partition, RET#{root}, when unsharded).
-    const pks = observationPartitions(contentRootId(this.ctx.content.location), (await this.layout()).index_shards);
-    const items = await queryAllMerged(this.ctx.items, { pks, sk: { beginsWith: OBSERVATION_SK_PREFIX }, consistent: true });
+    const ctx = await this.context();
+    const pks = observationPartitions(contentRootId(ctx.content.location), ctx.layout.index_shards);
+    const items = await queryAllMerged(ctx.items, { pks, sk: { beginsWith: OBSERVATION_SK_PREFIX }, consistent: true });
     return new Map((items as Observation[]).map((o) => [o.key, o]));
   }
 
-  private async underFence(
+  private async session(
+    ctx: ServiceContext,
     epoch: number,
     action: RetentionAction,
-    host: RetentionHost,
-    m: MaintenanceCommitter,
-    max: number,
-  ): Promise<RetentionResult> {
-    const ctx = this.ctx;
-    const now = ctx.clock.now();
-    const at = now.toISOString();
-    const installation = await readInstallation(ctx);
-    if (!installation) throw new NotFound('no installation here: run alp init');
-    const root = contentRootId(ctx.content.location);
-    const observed = await this.observations();
-    const knownDigests = new Map<string, string>();
-    for (const o of observed.values()) if (o.state === 'GRACE' || o.state === 'QUARANTINED') knownDigests.set(o.key, o.digest);
-    // The pins recorded by interrupted purges stay in force with the host's own (never fewer pins).
-    const pins = normalisePins(await host.pins(), recordedPins([...observed.values()].filter((o) => o.state === 'PREPARED')));
-    const scan = await scanReferences(ctx, { pins, knownDigests });
-    const result: RetentionResult = {
+    maxArtifacts: number | undefined,
+    pins: Iterable<string>,
+    onProgress: PlanOptions['onProgress'],
+  ): Promise<PlanSession> {
+    return openPlanSession(ctx, {
+      epoch,
+      action,
+      ...(maxArtifacts !== undefined ? { maxArtifacts } : {}),
+      pins,
+      ...(onProgress ? { onProgress } : {}),
+    });
+  }
+
+  private resultOf(action: RetentionAction, s: PlanSession, planMs: number): RetentionResult {
+    return {
       status: 'DONE',
       action,
+      plan: s.plan,
+      plan_digest: s.digest,
       quarantined: [],
       purged: [],
       reset: [],
       observed: [],
-      skipped: [],
-      scan: scan.stats,
+      skipped: [...s.skipped],
+      counts: { observed: 0, reset: 0, skipped: s.skippedCount, dropped: 0 },
+      scan: s.scan.stats,
+      fence_ms: 0,
+      plan_ms: planMs,
     };
+  }
 
-    // 1. Bring observations up to date with what the scan found.
-    const { ops, current } = updateObservations({ root, shards: ctx.layout.index_shards }, observed, scan, at, result);
-    for (let i = 0; i < ops.length; i += BATCH) await m.commit(ops.slice(i, i + BATCH));
+  private nothingToDo(result: RetentionResult): RetentionResult {
+    return { ...result, status: 'NOTHING_TO_DO', reason: 'no candidate has completed its grace or quarantine period' };
+  }
 
-    // 2. The plan.
-    const chosen = eligibleCandidates(current, scan, action, now).slice(0, max);
-    if (chosen.length === 0)
-      return { ...result, status: 'NOTHING_TO_DO', reason: 'no candidate has completed its grace or quarantine period' };
-    const plan = planOf(action, installation.installation_id, ctx.content.location, epoch, chosen, pins, at);
-    const digest = retentionMaterialDigest(plan);
-    Object.assign(result, { plan, plan_digest: digest });
-
-    // 3. The human decision, checked here, not taken on trust.
-    const approval = await host.approve(plan, digest);
-    const refusal = await this.checkApproval(approval, digest, installation.installation_id);
+  /** Under the fence, only: re-validate, commit the observation writes, act, journal. */
+  private async underFence(
+    ctx: ServiceContext,
+    s: PlanSession,
+    m: MaintenanceCommitter,
+    d: { epoch: number; action: RetentionAction; approval: RetentionApproval | undefined; refusal: string | undefined },
+    result: RetentionResult,
+  ): Promise<RetentionResult> {
+    let keep: Observation[];
+    try {
+      keep = await revalidateAndObserve(ctx, s, m, result);
+    } catch (e) {
+      if (!(e instanceof ObservationsChanged)) throw e;
+      const reason = `the observations changed since the plan (another retention run committed): run \`alp retention plan\` again (${e.message})`;
+      return { ...result, status: 'REFUSED', reason };
+    }
+    if (s.plan.candidates.length === 0) return this.nothingToDo(result);
+    const j = { root: s.root, action: d.action, digest: s.digest, epoch: d.epoch, approval: d.approval };
+    // An approval may expire while the fence is awaited: checked again here.
+    const refusal =
+      d.refusal ?? (d.approval && Date.parse(d.approval.expires_at) <= ctx.clock.now().getTime() ? 'the approval has expired' : undefined);
     if (refusal) {
-      await this.journal(m, root, action, digest, epoch, approval, { status: 'REFUSED', reason: refusal });
+      await journal(ctx, m, j, { status: 'REFUSED', reason: refusal });
       return { ...result, status: 'REFUSED', reason: refusal };
     }
-    const approved = approval as RetentionApproval;
-
-    // 4. Act.
-    if (action === 'QUARANTINE') {
-      await quarantine(m, chosen, { at, digest, approved });
-      result.quarantined = chosen.map((o) => o.key);
+    const approved = d.approval as RetentionApproval;
+    if (d.action === 'QUARANTINE') {
+      await quarantine(m, keep, { at: ctx.clock.now().toISOString(), digest: s.digest, approved });
+      result.quarantined = keep.map((o) => o.key);
     } else {
-      for (const o of chosen) await this.purgeOne(m, o, digest, approved, pins, result);
+      for (const o of keep) await purgeOne(ctx, m, o, { planDigest: s.digest, approval: approved, pins: s.pins }, result);
     }
-    await this.journal(m, root, action, digest, epoch, approved, {
+    await journal(ctx, m, j, {
       status: 'DONE',
       quarantined: result.quarantined.length,
       purged: result.purged.length,
       skipped: result.skipped.length,
+      dropped: result.counts.dropped,
     });
     return result;
   }
 
-  /** PREPARED (with the pins in force) before touching bytes; verify the digest; delete durably; then PURGED. */
-  private async purgeOne(
-    m: MaintenanceCommitter,
-    o: Observation,
-    planDigest: string,
-    approval: RetentionApproval,
-    pins: string[],
-    result: RetentionResult,
-  ) {
-    const key = keyOfObservation(o);
-    const at = () => this.ctx.clock.now().toISOString();
-    const actual = await storedDigest(this.ctx.content, o.key);
-    if (actual === undefined && o.state !== 'PREPARED') {
-      // A missing file is accepted only for a previously prepared purge.
-      result.skipped.push({ key: o.key, reason: 'missing, but no purge of it was prepared: left for an operator to investigate' });
-      return;
-    }
-    if (actual !== undefined && actual !== o.digest) {
-      result.skipped.push({ key: o.key, reason: `its bytes changed (${actual}, observed ${o.digest}): not purged, observation reset` });
-      await m.commit([{ op: 'delete', key, condition: cond.eq('state', o.state) }]);
-      return;
-    }
-    // A retried PREPARED record keeps the pins of its first attempt and adds this run's.
-    const inForce = normalisePins(o.pins, pins);
-    await m.commit([
-      o.state === 'PREPARED'
-        ? { op: 'update', key, update: { set: { pins: inForce } }, condition: cond.eq('state', 'PREPARED') }
-        : {
-            op: 'update',
-            key,
-            update: {
-              set: {
-                state: 'PREPARED',
-                prepared_at: at(),
-                plan_digest: planDigest,
-                approved_by: approval.principal,
-                evidence_ref: approval.evidence_ref,
-                pins: inForce,
-              },
-            },
-            condition: cond.and(cond.eq('state', 'QUARANTINED'), cond.eq('digest', o.digest)),
-          },
-    ]);
-    if (actual !== undefined) await unlinkUnpinned(this.ctx.content, o.key, o.digest, new Set(inForce));
-    try {
-      await m.commit([
-        { op: 'update', key, update: { set: { state: 'PURGED', purged_at: at() } }, condition: cond.eq('state', 'PREPARED') },
-      ]);
-    } catch (e) {
-      if (!(e instanceof ConditionFailed)) throw e;
-      result.skipped.push({ key: o.key, reason: 'its journal record changed during the purge' });
-      return;
-    }
-    result.purged.push(o.key);
-  }
-
-  private async checkApproval(a: RetentionApproval | undefined, digest: string, installationId: string): Promise<string | undefined> {
+  private async checkApproval(
+    ctx: ServiceContext,
+    a: RetentionApproval | undefined,
+    digest: string,
+    installationId: string,
+  ): Promise<string | undefined> {
     if (!a) return 'the host did not approve the plan';
     if (a.principal?.kind !== 'human' || typeof a.principal.id !== 'string') return 'the approval does not name a human principal';
     if (typeof a.evidence_ref !== 'string' || a.evidence_ref.trim() === '') return 'the approval carries no evidence reference';
     if (a.plan_digest !== digest) return `the approval binds ${String(a.plan_digest)}, not this plan (${digest})`;
     const expires = Date.parse(a.expires_at);
-    if (!Number.isFinite(expires) || expires <= this.ctx.clock.now().getTime()) return 'the approval has expired';
-    return verifyRestoreReference(a.restore, installationId, this.ctx.items);
-  }
-
-  private async journal(
-    m: MaintenanceCommitter,
-    root: string,
-    action: RetentionAction,
-    digest: string,
-    epoch: number,
-    approval: RetentionApproval | undefined,
-    outcome: Record<string, unknown>,
-  ) {
-    const at = this.ctx.clock.now().toISOString();
-    await m.commit([
-      {
-        op: 'put',
-        item: {
-          PK: retentionPk(root),
-          SK: retentionRunSk(at, newId(this.ctx.clock)),
-          type: 'retention_run',
-          action,
-          epoch,
-          plan_digest: digest,
-          at,
-          ...(approval ? { approved_by: approval.principal, evidence_ref: approval.evidence_ref, restore: approval.restore } : {}),
-          ...outcome,
-        },
-      },
-    ]);
+    if (!Number.isFinite(expires) || expires <= ctx.clock.now().getTime()) return 'the approval has expired';
+    return verifyRestoreReference(a.restore, installationId, ctx.items);
   }
 }
 
-/**
- * Brings the observations up to date with what the scan found: lapses the ones referenced again,
- * gone or changed, starts grace for new candidates. Returns the writes and the observations in force.
- * An interrupted or finished purge whose digest is referenced again fails closed (IntegrityError).
- */
-function updateObservations(
-  { root, shards }: { root: string; shards: number },
-  observed: Map<string, Observation>,
-  scan: ReferenceScan,
-  at: string,
-  result: RetentionResult,
-): { ops: TransactOp[]; current: Map<string, Observation> } {
-  const ops: TransactOp[] = [];
-  const current = new Map<string, Observation>();
-  for (const o of observed.values()) {
-    const key = keyOfObservation(o);
-    const present = scan.objects.get(o.key);
-    // An interrupted purge's bytes may be gone: a reference to its digest counts as one to it.
-    const why = scan.referenced.get(o.key) ?? (o.state === 'PREPARED' && !present ? scan.digests.get(o.digest) : undefined);
-    if (o.state === 'PREPARED' || o.state === 'PURGED') {
-      // A new reference to bytes an interrupted or finished purge removed: fail closed, name it.
-      if (why && !present) {
-        throw new IntegrityError(
-          `${o.key} (${o.digest}) is referenced again (${why}) but its purge removed the bytes; restore them before anything else`,
-          {
-            key: o.key,
-            digest: o.digest,
-          },
-        );
-      }
-      if (why && o.state === 'PREPARED') {
-        ops.push({ op: 'delete', key, condition: cond.eq('state', 'PREPARED') });
-        result.reset.push(o.key);
-      } else current.set(o.key, o);
-      continue;
-    }
-    if (!why && !present && o.state === 'QUARANTINED') {
-      // A missing file is accepted only for a previously prepared purge: keep the record, report it.
-      result.skipped.push({ key: o.key, reason: 'missing, but no purge of it was prepared: left for an operator to investigate' });
-      continue;
-    }
-    if (why || !present || (present.digest !== undefined && present.digest !== o.digest)) {
-      // Referenced again, gone, or changed: the observation and its eligibility lapse.
-      ops.push({ op: 'delete', key, condition: cond.eq('state', o.state) });
-      result.reset.push(o.key);
-    } else current.set(o.key, o);
-  }
-  startGrace({ root, shards }, scan, at, ops, current, result);
-  return { ops, current };
-}
-
-/** A first observation, or a digest republished after its purge: a new 7-day grace period. */
-function startGrace(
-  { root, shards }: { root: string; shards: number },
-  scan: ReferenceScan,
-  at: string,
-  ops: TransactOp[],
-  current: Map<string, Observation>,
-  result: RetentionResult,
-) {
-  for (const c of scan.candidates) {
-    const prior = current.get(c.key);
-    if (!c.digest || (prior && prior.state !== 'PURGED')) continue;
-    const item: Observation = {
-      ...observationKey(root, c.key, shards),
-      type: 'retention_observation',
-      key: c.key,
-      digest: c.digest,
-      size: c.size,
-      state: 'GRACE',
-      first_observed_at: at,
-    };
-    const pending = ops.findIndex((o) => o.op === 'delete' && o.key.SK === item.SK);
-    if (pending >= 0) ops.splice(pending, 1);
-    ops.push({ op: 'put', item });
-    current.set(c.key, item);
-    result.observed.push(c.key);
-  }
-}
-
-/**
- * The observations an action may take now, in plan order: interrupted purges first, then the oldest
- * observation; unreferenced, past grace (QUARANTINE) or past quarantine (PURGE).
- */
-function eligibleCandidates(current: Map<string, Observation>, scan: ReferenceScan, action: RetentionAction, now: Date): Observation[] {
-  const eligible: Observation[] = [];
-  for (const o of current.values()) {
-    if (scan.referenced.has(o.key)) continue;
-    if (action === 'QUARANTINE' && o.state === 'GRACE' && now.getTime() - Date.parse(o.first_observed_at) >= GRACE_MS) eligible.push(o);
-    if (action === 'PURGE' && o.state === 'PREPARED') eligible.push(o);
-    if (action === 'PURGE' && o.state === 'QUARANTINED' && now.getTime() - Date.parse(o.quarantined_at as string) >= QUARANTINE_MS)
-      eligible.push(o);
-  }
-  eligible.sort(
-    (a, b) =>
-      (a.state === 'PREPARED' ? -1 : 0) - (b.state === 'PREPARED' ? -1 : 0) ||
-      a.first_observed_at.localeCompare(b.first_observed_at) ||
-      (a.key < b.key ? -1 : 1),
-  );
-  return eligible;
-}
-
-function planOf(
-  action: RetentionAction,
-  installationId: string,
-  contentRoot: string,
-  epoch: number,
-  chosen: Observation[],
-  pins: string[],
-  at: string,
-): RetentionPlan {
-  const candidates: PlanCandidate[] = chosen.map((o) => ({
-    key: o.key,
-    digest: o.digest,
-    size: o.size,
-    state: o.state,
-    first_observed_at: o.first_observed_at,
-    ...(o.quarantined_at ? { quarantined_at: o.quarantined_at } : {}),
-  }));
-  return {
-    action,
-    installation_id: installationId,
-    content_root: contentRoot,
-    epoch,
-    candidates,
-    pins,
-    total_bytes: candidates.reduce((n, c) => n + c.size, 0),
-    created_at: at,
-  };
-}
-
-/** GRACE → QUARANTINED for every chosen observation, under the approval, in batches. */
-async function quarantine(
-  m: MaintenanceCommitter,
-  chosen: Observation[],
-  { at, digest, approved }: { at: string; digest: string; approved: RetentionApproval },
-): Promise<void> {
-  const q: TransactOp[] = chosen.map((o) => ({
-    op: 'update',
-    key: keyOfObservation(o),
-    update: {
-      set: {
-        state: 'QUARANTINED',
-        quarantined_at: at,
-        plan_digest: digest,
-        approved_by: approved.principal,
-        evidence_ref: approved.evidence_ref,
-      },
-    },
-    condition: cond.and(cond.eq('state', 'GRACE'), cond.eq('digest', o.digest)),
-  }));
-  for (let i = 0; i < q.length; i += BATCH) await m.commit(q.slice(i, i + BATCH));
+/** ALP's own fence, for a host that fences the seed's way (fn() without ALP's handle): readers too; held after a failed PURGE. */
+function ownFence(action: RetentionAction) {
+  return { purpose: 'retention', refuseWhileRestoreHeld: true, fenceReaders: true, holdOnFailure: action === 'PURGE' };
 }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
+import type { ContentStore } from '../../src/content/content-store.ts';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { sha256 } from '../../src/core/digest.ts';
 import { type AlpError, IntegrityError, InvalidInput, MaintenanceInProgress, RestoreHeld, StaleEpoch } from '../../src/core/errors.ts';
@@ -20,6 +21,18 @@ import { advanceEpoch, restoreHoldKey } from '../../src/system/state.ts';
 import { type Engine, epochOf, host, installationsOf, operator, type RetentionInstallation } from '../helpers/retention-harness.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
+import { type RunHostOptions, runHost } from './run-harness.ts';
+
+/** The content store with its delete replaced by `fn` (which may call the real one): a fault seen by one run only. */
+function withDelete(content: ContentStore, fn: (real: (key: string) => Promise<boolean>, key: string) => Promise<boolean>): ContentStore {
+  return new Proxy(content, {
+    get(target, prop) {
+      if (prop === 'delete') return (key: string) => fn((k) => target.delete(k), key);
+      const v = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
 
 export function retentionSuite(engine: Engine): void {
   describe(`ArtifactRetention (seed 004) on ${engine.name}`, () => {
@@ -31,12 +44,13 @@ export function retentionSuite(engine: Engine): void {
       i: RetentionInstallation,
       action: 'QUARANTINE' | 'PURGE',
       r: string,
-      o: Partial<Parameters<typeof host>[1]> = {},
+      o: Partial<RunHostOptions> = {},
       max?: number,
+      content: ContentStore = i.ctx.content,
     ) => {
-      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
+      const retention = new ArtifactRetention(i.ctx.items, content, { clock: i.ctx.clock });
       try {
-        return await retention.run(await epochOf(i.ctx), action, host(i.ctx, { restore: r, ...o }), max ? { maxArtifacts: max } : {});
+        return await retention.run(await epochOf(i.ctx), action, runHost(i.ctx, { restore: r, ...o }), max ? { maxArtifacts: max } : {});
       } finally {
         await retention.close();
       }
@@ -232,7 +246,7 @@ export function retentionSuite(engine: Engine): void {
       await i.ctx.items.delete(restoreHoldKey);
     });
 
-    it('maintenance fences every publisher and competing maintenance until the call returns', async () => {
+    it('maintenance fences every publisher and competing maintenance until the call returns (from the moment the fence is taken)', async () => {
       const i = await fresh();
       const r = await i.verifiedRestore();
       let publisher: unknown;
@@ -241,7 +255,7 @@ export function retentionSuite(engine: Engine): void {
       await run(i, 'QUARANTINE', r);
       i.ctx.clock.advance(7 * DAY_MS);
       await run(i, 'QUARANTINE', r, {
-        during: async () => {
+        inside: async () => {
           publisher = await createArtifact(i.ctx, agent, { name: 'racing', filename: 'f', body: bytesOf('x') }).catch((e: unknown) => e);
           competitor = await run(i, 'QUARANTINE', r).catch((e: unknown) => e);
         },
@@ -257,20 +271,20 @@ export function retentionSuite(engine: Engine): void {
       await orphan(i, 'artifacts/j/v1/interrupted', 'will be cut short');
       await orphan(i, 'artifacts/j/v1/vanished', 'deleted behind our back');
       await toPurgeable(i, r);
-      // Interrupt the first purge after its bytes are gone but before PURGED is committed.
-      const realDelete = i.ctx.content.delete.bind(i.ctx.content);
+      // Interrupt the first purge after its bytes are gone but before PURGED is committed (the run is
+      // given a content store whose delete loses power after unlinking; the installation's is untouched).
       let cut = false;
-      i.ctx.content.delete = async (key: string) => {
-        const removed = await realDelete(key);
+      const cutting = withDelete(i.ctx.content, async (real, key) => {
+        const removed = await real(key);
         if (key.endsWith('interrupted') && !cut) {
           cut = true;
           throw new Error('power lost');
         }
         return removed;
-      };
-      await realDelete('artifacts/j/v1/vanished');
-      await assert.rejects(run(i, 'PURGE', r), /power lost/);
-      i.ctx.content.delete = realDelete;
+      });
+      await i.ctx.content.delete('artifacts/j/v1/vanished');
+      // A host told not to keep the fence (the default for PURGE keeps it: run-short-fence.test.ts, B9).
+      await assert.rejects(run(i, 'PURGE', r, { holdOnFailure: false }, undefined, cutting), /power lost/);
       const observations = await new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock }).observations();
       assert.equal(observations.get('artifacts/j/v1/interrupted')?.state, 'PREPARED');
       const retry = await run(i, 'PURGE', r);
@@ -288,13 +302,11 @@ export function retentionSuite(engine: Engine): void {
       const r = await i.verifiedRestore();
       const d = await orphan(i, 'artifacts/k/v1/f', 'gone for good');
       await toPurgeable(i, r);
-      const realDelete = i.ctx.content.delete.bind(i.ctx.content);
-      i.ctx.content.delete = async (key: string) => {
-        await realDelete(key);
+      const crashing = withDelete(i.ctx.content, async (real, key) => {
+        await real(key);
         throw new Error('crash after unlink');
-      };
-      await assert.rejects(run(i, 'PURGE', r));
-      i.ctx.content.delete = realDelete;
+      });
+      await assert.rejects(run(i, 'PURGE', r, { holdOnFailure: false }, undefined, crashing));
       await createArtifact(i.ctx, agent, { name: 'wants it', filename: 'f', body: bytesOf(`requires ${d}`) });
       const err = await run(i, 'PURGE', r).catch((e: unknown) => e);
       assert.ok(err instanceof IntegrityError, `${String(err)} ${JSON.stringify(err)}`);
