@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { registerAdminCommands } from './commands/admin.ts';
 import { registerArtifactCommands } from './commands/artifact.ts';
 import { registerAuditCommands } from './commands/audit.ts';
+import { registerNativeBackupCommands } from './commands/backup-native.ts';
 import { registerExecCommands } from './commands/exec.ts';
 import { registerLifecycleCommands } from './commands/lifecycle.ts';
 import { registerPinCommands } from './commands/pins.ts';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerServeCommands(program);
   registerTelemetryCommands(program);
   registerRecoveryCommands(program);
+  registerNativeBackupCommands(program);
   registerStorageRuleCommands(program);
   registerRetentionCommands(program);
   registerPinCommands(program);
