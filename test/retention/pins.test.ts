@@ -14,6 +14,7 @@ import { createBackup } from '../../src/recovery/backup.ts';
 import { restoreBackup } from '../../src/recovery/restore.ts';
 import { localTrustedHost } from '../../src/retention/host.ts';
 import { addPin, getPin, listPins, pinHistory, removePin, storedPins } from '../../src/retention/pins.ts';
+import { scanReferences } from '../../src/retention/references.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
 import { createContext } from '../../src/runtime/context.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
@@ -204,6 +205,46 @@ function pinsSuite(engine: Engine): void {
         'pinned after the crash, before the release',
       );
       assert.equal(await readFence(i.ctx), undefined);
+    });
+
+    it('a pin added while a run is being approved (after its plan, before its fence) is honoured under the fence', async () => {
+      const i = await fresh();
+      const restore = await i.verifiedRestore();
+      const late = await orphan(i, 'artifacts/late/v1/pinned-late', 'pinned between plan and fence');
+      await run(i, 'QUARANTINE', restore);
+      i.ctx.clock.advance(7 * DAY_MS);
+      const during = async () => {
+        if (!(await getPin(i.ctx.items, late))) await addPin(i.ctx, late, operator, 'pinned during the approval');
+      };
+      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
+      const r = await retention.run(await epochOf(i.ctx), 'QUARANTINE', host(i.ctx, { restore, during }));
+      await retention.close();
+      assert.deepEqual(r.quarantined, [], JSON.stringify({ status: r.status, reason: r.reason, skipped: r.skipped }));
+      assert.notEqual((await observation(i, 'artifacts/late/v1/pinned-late'))?.state, 'QUARANTINED');
+    });
+
+    it('the reference scan itself keeps a pinned digest (the pin item names it); a removed pin names it no more', async () => {
+      const i = await fresh();
+      const kept = await orphan(i, 'artifacts/scan/v1/kept', 'scan sees the pin');
+      await addPin(i.ctx, kept, operator, 'keep');
+      const pinned = await scanReferences(i.ctx, {});
+      try {
+        assert.match(pinned.digestWhy(kept) ?? '', /PINS/, 'no pins passed to the scan: the PINS item is the reference');
+        assert.ok(pinned.referencedWhy('artifacts/scan/v1/kept'));
+      } finally {
+        pinned.close();
+      }
+      await removePin(i.ctx, kept, operator, 'done');
+      const unpinned = await scanReferences(i.ctx, {});
+      try {
+        assert.equal(unpinned.digestWhy(kept), undefined, 'the PINS/LOG# record names the digest by hex only');
+        assert.deepEqual(
+          [...unpinned.candidates()].map((o) => o.key),
+          ['artifacts/scan/v1/kept'],
+        );
+      } finally {
+        unpinned.close();
+      }
     });
 
     it('pins and their record survive backup and restore', async () => {
