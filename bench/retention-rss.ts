@@ -3,7 +3,8 @@
  * reconcile — at 10 k / 100 k / 1 M objects, each case in its own child process over an installation
  * built directly (bench/retention-build.ts, the same way at every size; the build runs in a child of its
  * own so its memory is not counted). `idle` is the child opening the stores and doing nothing (the
- * baseline the others add to). Run as a script, it is the child: `retention-rss.ts <mode> <dir>`.
+ * baseline the others add to). ALP_BENCH_RSS_MODES=idle,plan limits the cases (e.g. at 1 M). Run as a
+ * script, it is the child: `retention-rss.ts <mode> <dir> <objects>`.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -16,9 +17,10 @@ import { ManualClock } from '../src/core/clock.ts';
 import { createBackup } from '../src/recovery/backup.ts';
 import { reconcile } from '../src/recovery/reconcile.ts';
 import { restoreBackup } from '../src/recovery/restore.ts';
-import { scanReferences } from '../src/retention/references.ts';
+import { ArtifactRetention } from '../src/retention/retention.ts';
 import { createContext } from '../src/runtime/context.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
+import { readEpoch } from '../src/system/state.ts';
 import { buildDirect } from './retention-build.ts';
 import { benchDir, fmt, header, row } from './util.ts';
 
@@ -41,8 +43,15 @@ async function child(mode: Mode, dir: string, objects: number): Promise<Record<s
   const ctx = createContext({ items, content, clock });
   try {
     if (mode === 'plan') {
-      const scan = await scanReferences(ctx);
-      return { candidates: scan.candidates.length, objectsRead: scan.stats.objectsRead };
+      const retention = new ArtifactRetention(items, content, { clock, layout: ctx.layout });
+      const plan = await retention.plan(await readEpoch(items), 'QUARANTINE', { maxArtifacts: 1000 });
+      await retention.close();
+      return {
+        candidates: plan.plan.candidates.length,
+        starts: plan.observe.starts,
+        indexed: plan.scan.indexed,
+        read: plan.scan.objectsRead,
+      };
     }
     if (mode === 'backup') {
       const b = await createBackup(ctx, { out: path.join(dir, 'backup'), actor: 'os:bench' });
@@ -91,7 +100,8 @@ export async function benchRetentionRss(sizes: number[]): Promise<Record<string,
         `${fmt(built.ms / 1000, 1)} s`,
         `${fmt(Number(built.out.items))} items, ${fmt(Number(built.out.files))} files`,
       );
-      for (const mode of MODES) {
+      const only = process.env.ALP_BENCH_RSS_MODES?.split(',');
+      for (const mode of MODES.filter((m) => !only || only.includes(m))) {
         const c = await spawnCase(mode, dir, n).catch((e: Error & { stderr?: string }) => ({
           kib: Number.NaN,
           ms: Number.NaN,

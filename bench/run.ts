@@ -1,14 +1,16 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle, http, telemetry, recovery, distributed, retention, scale, archive. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle, http, telemetry, recovery, distributed, read-fence, retention, retention-rss, scale, archive. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
 import { benchArchive } from './archive.ts';
 import { benchDistributed } from './distributed.ts';
 import { benchQueueFull } from './distributed-queue.ts';
 import { benchHttp } from './http.ts';
 import { benchLifecycle } from './lifecycle.ts';
+import { benchReadFence } from './read-fence.ts';
 import { benchRecovery } from './recovery.ts';
 import { benchRetention } from './retention.ts';
+import { benchRetentionRss } from './retention-rss.ts';
 import { benchScale } from './scale.ts';
 import { benchStorage } from './storage.ts';
 import { benchTelemetry } from './telemetry.ts';
@@ -25,7 +27,10 @@ const sections: Record<string, () => Promise<unknown>> = {
     await benchDistributed();
     await benchQueueFull(quick ? { transitions: 6 } : {});
   },
+  'read-fence': () => benchReadFence(quick ? { reads: 200, rounds: 2 } : {}),
   retention: () => benchRetention(quick ? { sizes: [2000], rss: [2000, 10_000] } : {}),
+  // RSS cases alone: ALP_BENCH_RSS_SIZES=10000,100000,1000000 (default), ALP_BENCH_RSS_MODES=idle,plan,…
+  'retention-rss': () => benchRetentionRss((process.env.ALP_BENCH_RSS_SIZES ?? '10000,100000,1000000').split(',').map(Number)),
   scale: () => benchScale(quick ? { artifacts: 10 } : {}),
   archive: () => benchArchive(quick ? { versions: 60 } : {}),
 };
