@@ -48,7 +48,15 @@ export {
 } from './retention/model.ts';
 export { addPin, listPins, type Pin, type PinEvent, pinHistory, removePin, storedPins } from './retention/pins.ts';
 // Retention (seed 004 "Retain references before considering age", "Trusted maintenance contract").
-export { ArtifactRetention, type MaintenanceCommitter, type RetentionHost, type RetentionResult } from './retention/retention.ts';
+export {
+  ArtifactRetention,
+  type MaintenanceCommitter,
+  type PlanOptions,
+  type RetentionHost,
+  type RetentionPlanResult,
+  type RetentionResult,
+  type RunOptions,
+} from './retention/retention.ts';
 export type { ServiceContext } from './runtime/context.ts';
 // Opening an installation (the entry points' way) and the contracts it is made of.
 export { type OpenInstallation, openInstallation } from './runtime/open.ts';

@@ -1,0 +1,172 @@
+/**
+ * Issue 17 B14, "The seed's API shape is importable": `import { ArtifactRetention, TelemetryQueue } from
+ * 'alp'` from a project that has the package installed from `npm pack`, constructed the seed's way
+ * (`new ArtifactRetention(database, artifactRoot)`, `new TelemetryQueue(database)`) on a temporary
+ * installation; and `npm pack` ships only what runs.
+ *
+ * How: the library is compiled once (tsc -p tsconfig.build.json, declarations included) into a staging
+ * copy of the package (package.json, README.md, dist/ — the web UI bundle, a vite build, is not made
+ * here), packed with `npm pack --ignore-scripts`, and the tarball is unpacked into a temporary
+ * project's node_modules/alp. Its dependencies are this checkout's node_modules, linked (the machine
+ * has no registry to install them from); everything of ALP itself comes from the tarball.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { before, describe, it } from 'node:test';
+import { tempDir } from './helpers/tmp.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+const SHIPPED = /^(dist\/|README\.md$|LICENSE|package\.json$)/;
+
+function packList(cwd: string, extra: string[] = []): { filename: string; files: string[] } {
+  const out = execFileSync('npm', ['pack', '--json', '--ignore-scripts', ...extra], {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const [report] = JSON.parse(out) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  assert.ok(report);
+  return { filename: report.filename, files: report.files.map((f) => f.path) };
+}
+
+function run(cwd: string, cmd: string, args: string[]): string {
+  return execFileSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+  });
+}
+
+const SEED_WAY = `
+import path from 'node:path';
+import { ArtifactRetention, TelemetryQueue } from 'alp';
+const database = path.resolve('data/alp.db');
+const artifactRoot = path.resolve('data/content');
+// A host written the seed's way: withMaintenance(epoch, fn) calls fn() with no argument.
+let withMaintenance = 0;
+const trustedHost = { withMaintenance: (epoch, fn) => (withMaintenance++, fn()), pins: () => [], approve: async () => undefined };
+const retention = new ArtifactRetention(database, artifactRoot);
+let result;
+try {
+  result = await retention.run(1, 'QUARANTINE', trustedHost, { maxArtifacts: 100 });
+} finally {
+  await retention.close();
+}
+const telemetry = new TelemetryQueue(database);
+let queue;
+try {
+  const enqueued = await telemetry.enqueue('host:1', { hello: 'world' }, new Date());
+  const batch = await telemetry.claim(1, 'host-exporter', new Date(), { maxRecords: 100, maxBytes: 1024 * 1024, leaseMs: 30_000 });
+  for (const record of batch) {
+    await telemetry.acknowledge(1, 'host-exporter', record.id, record.leaseToken, new Date().toISOString());
+  }
+  queue = { enqueued: enqueued.status, claimed: batch.map((r) => r.id), counters: await telemetry.counters() };
+} finally {
+  await telemetry.close();
+}
+console.log(JSON.stringify({ status: result.status, observed: result.observed, withMaintenance, ...queue }));
+`;
+
+const TYPED = `
+import { ArtifactRetention, type RetentionHost, type RetentionPlanResult, type RetentionResult, TelemetryQueue, type ClaimedRecord, openInstallation } from 'alp';
+const host: RetentionHost = { withMaintenance: (_epoch, fn) => fn(), pins: () => [], approve: async () => undefined };
+const retention = new ArtifactRetention('data/alp.db', 'data/content');
+const result: Promise<RetentionResult> = retention.run(1, 'QUARANTINE', host, { maxArtifacts: 100 });
+const batch: Promise<ClaimedRecord[]> = new TelemetryQueue('data/alp.db').claim(1, 'host-exporter', new Date());
+const plan: Promise<RetentionPlanResult> = retention.plan(1, 'QUARANTINE', { maxArtifacts: 100 });
+void result; void batch; void plan; void openInstallation;
+`;
+
+describe('the package (issue 17 B14)', () => {
+  let tarball: string;
+  let staged: string[];
+  before(() => {
+    const stage = tempDir('alp-pack-stage');
+    run(root, path.join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json', '--outDir', path.join(stage, 'dist')]);
+    for (const f of ['package.json', 'README.md']) fs.copyFileSync(path.join(root, f), path.join(stage, f));
+    const out = tempDir('alp-pack-out');
+    const packed = packList(stage, ['--pack-destination', out]);
+    tarball = path.join(out, packed.filename);
+    staged = packed.files;
+  });
+
+  it('package.json: exports with types, the bin and the files that ship', () => {
+    assert.deepEqual(pkg.exports['.'], { types: './dist/index.d.ts', import: './dist/index.js' });
+    assert.equal(pkg.types, './dist/index.d.ts');
+    assert.ok(fs.existsSync(path.join(root, 'src/index.ts')), 'dist/index.js is built from src/index.ts');
+    assert.equal(pkg.bin.alp, 'dist/cli/main.js');
+    assert.match(pkg.scripts['test:retention'], /run-tests\.mjs .*test\/retention.*test\/telemetry/);
+  });
+
+  it('npm pack ships only what runs: dist (no source maps), README, package.json — no src, test, bench, docs, scripts', () => {
+    // From the checkout itself (src, test, bench, docs and scripts all present beside it).
+    const here = packList(root, ['--dry-run']).files;
+    const stray = here.filter((f) => !SHIPPED.test(f) || f.endsWith('.map'));
+    assert.deepEqual(stray, [], 'files outside dist/README/package.json would ship');
+    // From the staged build: the library, its declarations and the CLI.
+    for (const f of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/cli/main.js',
+      'dist/retention/retention.d.ts',
+      'package.json',
+      'README.md',
+    ]) {
+      assert.ok(staged.includes(f), `${f} ships`);
+    }
+    assert.deepEqual(
+      staged.filter((f) => !SHIPPED.test(f) || f.endsWith('.map') || /^(src|test|bench|docs|scripts)\//.test(f)),
+      [],
+    );
+  });
+
+  it("import { ArtifactRetention, TelemetryQueue } from 'alp' — constructed the seed's way on a temporary installation, and typed", () => {
+    const project = tempDir('alp-consumer');
+    const dir = path.join(project, 'node_modules', 'alp');
+    fs.mkdirSync(dir, { recursive: true });
+    run(project, 'tar', ['-xzf', tarball, '-C', dir, '--strip-components=1']);
+    fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+    fs.writeFileSync(path.join(project, 'package.json'), '{"type":"module","private":true}\n');
+    // An installation made by the packed CLI.
+    run(project, process.execPath, [path.join(dir, 'dist/cli/main.js'), 'init', '--data', 'data']);
+    // An object nothing names (bytes left by a crash): the run observes it under the host's maintenance.
+    const orphan = path.join(project, 'data/content/artifacts/orphan/v1/left-behind.bin');
+    fs.mkdirSync(path.dirname(orphan), { recursive: true });
+    fs.writeFileSync(orphan, 'nobody names these bytes');
+    fs.writeFileSync(path.join(project, 'seed.mjs'), SEED_WAY);
+    const r = JSON.parse(run(project, process.execPath, ['seed.mjs']).trim().split('\n').at(-1) as string);
+    assert.equal(r.status, 'NOTHING_TO_DO', JSON.stringify(r)); // nothing is due yet: the grace starts now
+    assert.deepEqual(
+      r.observed,
+      ['artifacts/orphan/v1/left-behind.bin'],
+      'its grace period started, under the fence the run took inside fn()',
+    );
+    assert.equal(r.withMaintenance, 1, "the host's withMaintenance was called once, the seed's way");
+    assert.equal(r.enqueued, 'accepted');
+    assert.deepEqual(r.claimed, ['host:1']);
+    assert.equal(r.counters.delivered, 1);
+    assert.equal(r.counters.live_records, 0);
+
+    // The declarations: a TypeScript consumer (strict, NodeNext, library files checked) compiles.
+    fs.writeFileSync(path.join(project, 'typed.ts'), TYPED);
+    const tsconfig = {
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        types: ['node'],
+        typeRoots: [path.join(root, 'node_modules/@types')],
+      },
+      files: ['typed.ts'],
+    };
+    fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify(tsconfig));
+    run(project, path.join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json']);
+  });
+});
