@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { Conflict, Forbidden, InvalidInput, MaintenanceInProgress, NotFound } from '../../src/core/errors.ts';
 import { PINS_PK, TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
@@ -23,6 +24,7 @@ import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { readFence, withMaintenance } from '../../src/system/fence.ts';
 import { recoverMaintenance } from '../../src/system/recovery.ts';
 import { advanceEpoch } from '../../src/system/state.ts';
+import { embeddedContext } from '../helpers/context.ts';
 import { stopDistributedServers } from '../helpers/distributed.ts';
 import {
   distributed,
@@ -269,6 +271,44 @@ function pinsSuite(engine: Engine): void {
     });
   });
 }
+
+describe('persistent pins: any sequence of adds and removes (fast-check, SQLite)', () => {
+  it('storedPins is the model set, sorted; the record holds exactly the changes that succeeded, in order', async () => {
+    const digests = ['a', 'b', 'c', 'd'].map(hexDigest);
+    const op = fc.record({ add: fc.boolean(), digest: fc.constantFrom(...digests), human: fc.boolean() });
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 20 }), async (ops) => {
+        const ctx = await embeddedContext();
+        try {
+          const model = new Set<string>();
+          const done: Array<[string, string]> = [];
+          for (const o of ops) {
+            const who = o.human ? operator : bot;
+            const change = o.add ? addPin(ctx, o.digest, who, 'prop') : removePin(ctx, o.digest, who, 'prop');
+            const expected = !o.human ? Forbidden : o.add === model.has(o.digest) ? (o.add ? Conflict : NotFound) : undefined;
+            if (expected) {
+              await assert.rejects(change, expected);
+              continue;
+            }
+            await change;
+            if (o.add) model.add(o.digest);
+            else model.delete(o.digest);
+            done.push([o.add ? 'added' : 'removed', o.digest]);
+            ctx.clock.advance(1000);
+          }
+          assert.deepEqual(await storedPins(ctx.items), [...model].sort());
+          assert.deepEqual(
+            (await all(pinHistory(ctx.items, { pageSize: 3 }))).map((e) => [e.action, e.digest]),
+            done,
+          );
+        } finally {
+          await ctx.items.close();
+        }
+      }),
+      { numRuns: 25 },
+    );
+  });
+});
 
 pinsSuite(embedded);
 pinsSuite(distributed);
