@@ -32,6 +32,7 @@ import { queryAllMerged } from '../store/merge-query.ts';
 import { openItemStore } from '../store/open.ts';
 import { createContext, type ServiceContext } from '../system/context.ts';
 import { withMaintenance } from '../system/fence.ts';
+import { indexedContent } from '../system/indexed-content.ts';
 import { readLayout } from '../system/installation.ts';
 import { type Layout, UNSHARDED } from '../system/layout.ts';
 import { contentRootId, type Observation, type RetentionAction, type RetentionApproval, type RetentionPlan } from './model.ts';
@@ -138,8 +139,12 @@ export class ArtifactRetention {
     this.ctxP ??= (async () => {
       const o = await this.open();
       this.opened = o;
-      const layout = o.layout ?? (await readLayout(o.items)) ?? { ...UNSHARDED };
-      return createContext({ items: o.items, content: o.content, clock: o.clock ?? systemClock, layout: { ...layout } });
+      const layout = { ...(o.layout ?? (await readLayout(o.items)) ?? UNSHARDED) };
+      const clock = o.clock ?? systemClock;
+      // Stores opened here get what runtime/context.ts gives an installation's: the reference index kept
+      // at write and delete time (a purge deletes the object's entry too).
+      const content = o.owned ? indexedContent(o.content, o.items, () => layout, clock) : o.content;
+      return createContext({ items: o.items, content, clock, layout });
     })();
     return this.ctxP;
   }
@@ -198,7 +203,11 @@ export class ArtifactRetention {
     this.opened = undefined;
     this.ctxP = undefined;
     if (o?.owned) {
-      await o.items.close();
+      try {
+        await o.content.close();
+      } finally {
+        await o.items.close();
+      }
     }
   }
 

@@ -8,6 +8,7 @@
  */
 import type { Digest } from '../core/digest.ts';
 import { IntegrityError, InvalidInput, NotFound } from '../core/errors.ts';
+import { forEachLimited } from '../core/limit.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { readInstallation } from '../system/installation.ts';
 import { assertEpochAndNoHold } from '../system/state.ts';
@@ -27,6 +28,9 @@ import { normalisePins, storedDigest } from './purge.ts';
 import { planScan } from './run-scan.ts';
 import { ObservationWorkset } from './run-workset.ts';
 import type { ReferenceScan, ScannedObject } from './scan-result.ts';
+
+/** Chosen candidates re-hashed at once while planning. */
+const REHASH_CONCURRENCY = 16;
 
 /** How many keys a result lists per kind (the counts are always complete). */
 export const LISTED_KEYS = 1000;
@@ -195,6 +199,14 @@ async function startGrace(
   scan: ReferenceScan,
   { root, at }: { root: string; at: string },
 ): Promise<void> {
+  let batch: Array<{ item: Observation; prior: string | null }> = [];
+  const flush = () => {
+    const b = batch;
+    batch = [];
+    work.tx(() => {
+      for (const s of b) work.start(s.item, s.prior);
+    });
+  };
   for (const c of scan.candidates()) {
     if (!c.digest) continue;
     const prior = work.get(c.key);
@@ -203,8 +215,10 @@ async function startGrace(
     // Changed bytes: the listing's digest may be the one recorded before the change; read them again.
     if (work.update(c.key)?.why === 'changed') digest = await storedDigest(ctx.content, c.key);
     if (digest === undefined || scan.digestWhy(digest)) continue;
-    work.start(observationOf(root, c, digest, at, ctx.layout.index_shards), prior ? 'PURGED' : null);
+    batch.push({ item: observationOf(root, c, digest, at, ctx.layout.index_shards), prior: prior ? 'PURGED' : null });
+    if (batch.length >= 500) flush();
   }
+  flush();
 }
 
 function observationOf(root: string, c: ScannedObject, digest: string, at: string, shards: number): Observation {
@@ -233,13 +247,20 @@ async function choose(
 ): Promise<Observation[]> {
   const chosen: Observation[] = [];
   const lapsed: string[] = [];
-  for (let offset = 0; chosen.length < o.max; offset += o.max) {
-    const page = work.eligible(o.action, o.now, o.max, offset);
+  // Pages as large as the places left (rows lapsed here stay in the set until the end: offsets hold).
+  for (let offset = 0; chosen.length < o.max; ) {
+    const page = work.eligible(o.action, o.now, o.max - chosen.length, offset);
     if (page.length === 0) break;
-    for (const c of page) {
+    offset += page.length;
+    // Re-hashed concurrently (a handful of round trips each), judged in plan order.
+    const open = page.filter((c) => !scan.referencedWhy(c.key));
+    const digests = new Map<string, string | undefined>();
+    await forEachLimited(open, REHASH_CONCURRENCY, async (c) => {
+      digests.set(c.key, await storedDigest(ctx.content, c.key));
+    });
+    for (const c of open) {
       if (chosen.length >= o.max) break;
-      if (scan.referencedWhy(c.key)) continue;
-      const actual = await storedDigest(ctx.content, c.key);
+      const actual = digests.get(c.key);
       if (actual === undefined && c.state !== 'PREPARED') {
         o.skip(c.key, 'missing, but no purge of it was prepared: left for an operator to investigate');
         if (c.state === 'GRACE') work.reset(c, 'gone', true);

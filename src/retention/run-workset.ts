@@ -74,6 +74,11 @@ export class ObservationWorkset {
     }
   }
 
+  /** Runs `fn` in one transaction of the working set (batches of writes). */
+  tx<T>(fn: () => T): T {
+    return this.scratch.db.transaction(fn)();
+  }
+
   put(o: Observation): void {
     const q = o.quarantined_at ? Date.parse(o.quarantined_at) : null;
     this.stmts.putObs.run(o.key, o.state, Date.parse(o.first_observed_at), q, JSON.stringify(o));

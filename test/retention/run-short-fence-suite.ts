@@ -16,11 +16,12 @@ import { propose } from '../../src/lifecycle/transitions.ts';
 import { localTrustedHost } from '../../src/retention/host.ts';
 import { addPin } from '../../src/retention/pins.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
+import type { TransactOp } from '../../src/store/item-store.ts';
 import { readFence } from '../../src/system/fence.ts';
 import { type Engine, epochOf, installationsOf, operator, type RetentionInstallation } from '../helpers/retention-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, alice } from '../helpers/walk.ts';
-import { type RunHostOptions, runHost } from './run-harness.ts';
+import { type RunHostOptions, runHost, seedStyleHost } from './run-harness.ts';
 
 /** The installation's content store with `delete` failing after (or before) the unlink: a purge cut short. */
 export function cutDeletes(content: ContentStore, after: boolean): ContentStore {
@@ -264,6 +265,39 @@ export function shortFenceSuite(engine: Engine): void {
         if (r.quarantined.includes(key)) quarantined = (await retentionOf(i).observations()).get(key)?.digest;
       }
       assert.equal(quarantined, second, 'quarantined with the digest of its current bytes');
+    });
+
+    it("a host written the seed's way (withMaintenance(epoch, fn) calling fn()) works: the run takes ALP's own fence inside the host's callback, readers too", async () => {
+      const i = await fresh();
+      const restore = await i.verifiedRestore();
+      await orphan(i, 'artifacts/w/v1/a', 'a');
+      await graceDone(i, restore);
+      const seen: Array<Awaited<ReturnType<typeof readFence>>> = [];
+      const watched = new Proxy(i.ctx.items, {
+        get(target, prop) {
+          if (prop === 'transactWrite')
+            return async (ops: TransactOp[], o?: Parameters<typeof target.transactWrite>[1]) => {
+              if (ops.some((op) => op.op === 'update' && op.update.set?.state === 'QUARANTINED'))
+                seen.push(await readFence({ items: target }));
+              return target.transactWrite(ops, o);
+            };
+          const v = Reflect.get(target, prop, target);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+      const host = seedStyleHost(i.ctx, { restore });
+      const r = await new ArtifactRetention(watched, i.ctx.content, { clock: i.ctx.clock, layout: i.ctx.layout }).run(
+        await epochOf(i.ctx),
+        'QUARANTINE',
+        host,
+      );
+      assert.equal(r.status, 'DONE', r.reason);
+      assert.deepEqual(r.quarantined, ['artifacts/w/v1/a']);
+      assert.equal(host.entered, 1);
+      assert.equal(seen.length, 1);
+      assert.equal(seen[0]?.purpose, 'retention', "the quarantine committed under ALP's fence");
+      assert.equal(seen[0]?.readers, true);
+      assert.equal(await readFence(i.ctx), undefined, 'released when the call returned');
     });
 
     it('persistent pins are honoured by every run and recorded with a prepared purge', async () => {
