@@ -18,6 +18,8 @@ import { addPin } from '../../src/retention/pins.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
 import type { TransactOp } from '../../src/store/item-store.ts';
 import { readFence } from '../../src/system/fence.ts';
+import { recoverMaintenance } from '../../src/system/recovery.ts';
+import { advanceEpoch } from '../../src/system/state.ts';
 import { type Engine, epochOf, installationsOf, operator, type RetentionInstallation } from '../helpers/retention-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, alice } from '../helpers/walk.ts';
@@ -218,6 +220,26 @@ export function shortFenceSuite(engine: Engine): void {
         assert.ok(err.message.includes(key) && err.message.includes(digest), err.message);
       }
       assert.notEqual((await retentionOf(i).observations()).get(key)?.state, 'PURGED', 'never marked PURGED');
+    });
+
+    it('a new reference to a missing interrupted purge fails closed in maintenance recovery too — by key only (B10)', async () => {
+      const i = await fresh();
+      const restore = await i.verifiedRestore();
+      const key = 'artifacts/k/v1/recovered-by-key';
+      await orphan(i, key, 'gone before recovery');
+      await toPurgeable(i, restore);
+      // The default host keeps the fence after the crash: recovery in a new epoch reviews the purge.
+      const cut = retentionOf(i, cutDeletes(i.ctx.content, true));
+      await assert.rejects(cut.run(await epochOf(i.ctx), 'PURGE', runHost(i.ctx, { restore })), /crash after unlink/);
+      assert.ok(await readFence(i.ctx), 'the fence stays held');
+      // Publishers are fenced now; the reference arrives as an item the scan reads (what a metadata
+      // repair or a restored item would be): a string naming the object key, not its digest.
+      await i.ctx.items.put({ PK: 'TEST#b10', SK: 'REF', type: 'test_reference', names: key });
+      await advanceEpoch(i.ctx.items, operator.id, 'purge died', i.ctx.clock.now().toISOString());
+      const err = await recoverMaintenance(i.ctx, await epochOf(i.ctx), 'recovery by os:operator').catch((e: unknown) => e);
+      assert.ok(err instanceof IntegrityError, String(err));
+      assert.ok(err.message.includes(key), err.message);
+      assert.ok(await readFence(i.ctx), 'fails closed: the fence stays held');
     });
 
     it("the library's default trusted host keeps the fence held after a failed purge (review and retry under maintenance before publishers resume)", async () => {
