@@ -5,6 +5,9 @@
  *   makes uploaded objects referenced;
  * - recovery steps: maintenance crash recovery (system/recovery.ts) settles interrupted backups, then
  *   reviews and retries interrupted retention purges, in that order.
+ * - the reference index: `ctx.content` is the engine decorated by system/indexed-content.ts, so every
+ *   object written under an indexed prefix gets its REFIDX entry from the pass that hashes it
+ *   (issue 17 item 1); a content store that is already indexed is re-decorated, never stacked.
  * Audit sinks (the telemetry outbox) are attached by `attachAuditSinks` (runtime/sinks.ts), which the
  * entry points call after this.
  */
@@ -18,6 +21,7 @@ import {
   type PublishCheck,
   type ServiceContext,
 } from '../system/context.ts';
+import { indexedContent } from '../system/indexed-content.ts';
 
 export type { AuditEvent, AuditSink, ServiceContext } from '../system/context.ts';
 
@@ -30,7 +34,12 @@ export const RECOVERY_STEPS: readonly MaintenanceRecoveryStep[] = [
   { name: 'retention: review and retry interrupted purges', run: recoverPreparedPurges },
 ];
 
-/** A context with the services' publish checks and recovery steps registered (and no audit sinks yet). */
+/**
+ * A context with the services' publish checks and recovery steps registered (and no audit sinks yet),
+ * its content indexed into its items (the shard count read from ctx.layout at each write).
+ */
 export function createContext(parts: ContextParts): ServiceContext {
-  return createBareContext({ publishChecks: [...PUBLISH_CHECKS], recoverySteps: [...RECOVERY_STEPS], ...parts });
+  const ctx = createBareContext({ publishChecks: [...PUBLISH_CHECKS], recoverySteps: [...RECOVERY_STEPS], ...parts });
+  ctx.content = indexedContent(ctx.content, ctx.items, () => ctx.layout, ctx.clock);
+  return ctx;
 }

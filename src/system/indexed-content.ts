@@ -38,6 +38,7 @@ import {
   MAX_INDEXED_DIGESTS,
   putRefIndexEntry,
   type RefIndexEntry,
+  refIndexItem,
   refIndexKey,
 } from './ref-index.ts';
 
@@ -131,9 +132,21 @@ class Indexer {
     const entries = staged.map((s) => this.staged.get(s));
     for (const s of staged) this.staged.delete(s);
     await this.inner.publish(staged);
+    const written: RefIndexEntry[] = [];
     for (const [i, s] of staged.entries()) {
-      const entry = entries[i];
-      if (entry) await this.write(s.key, await entry);
+      const entry = await entries[i];
+      if (entry) written.push(entry);
+      else if (entries[i]) await this.write(s.key, undefined);
+    }
+    if (written.length === 1) await this.write((written[0] as RefIndexEntry).key, written[0]);
+    else if (written.length > 1) {
+      // One write for the objects published together (a version's content and metadata.json): on
+      // SQLite one commit, not one per object.
+      const root = this.root;
+      const shards = this.shards();
+      await this.items.batchPut(written.map((e) => refIndexItem(root, shards, e))).catch(async () => {
+        for (const e of written) await this.write(e.key, undefined);
+      });
     }
   }
 
@@ -194,9 +207,24 @@ export function indexedContent(content: ContentStore, items: ItemStore, layout: 
   const inner = innerContent(content);
   const indexer = new Indexer(inner, items, typeof layout === 'function' ? layout : () => layout, clock);
   const bound = new Map<PropertyKey, unknown>();
+  // What callers assign on the decorated store (a test replacing `put` for a while) shadows it here,
+  // never the engine: the engine's own calls keep reaching the engine.
+  const assigned = new Map<PropertyKey, unknown>();
   return new Proxy(inner, {
+    set(_target, prop, value) {
+      assigned.set(prop, value);
+      return true;
+    },
+    deleteProperty(_target, prop) {
+      assigned.delete(prop);
+      return true;
+    },
+    has(target, prop) {
+      return assigned.has(prop) || Reflect.has(target, prop);
+    },
     get(target, prop) {
       if (prop === INNER) return target;
+      if (assigned.has(prop)) return assigned.get(prop);
       if (OVERRIDDEN.has(prop)) {
         const method = indexer[prop as 'put'] as (...a: unknown[]) => unknown;
         if (!bound.has(prop)) bound.set(prop, method.bind(indexer));

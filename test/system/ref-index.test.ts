@@ -240,6 +240,21 @@ for (const [profile, open] of PROFILES) {
         assert.ok(plan.fired.length >= 1, 'the entry write failed');
         assert.deepEqual(await collect(await ctx.content.get(key, put.digest)), bytes);
         assert.equal(await entry(ctx, key), undefined);
+
+        // A creation publishes content and metadata.json together and writes both entries at once.
+        plan.arm([
+          {
+            store: 'items',
+            method: 'batchPut',
+            when: (args) => (args[0] as Array<{ type?: string }>).some((i) => i.type === 'ref_index'),
+            kind: 'THROTTLED',
+          },
+        ]);
+        const { version } = await createArtifact(faulty, agent, { name: 'f', filename: 'f.txt', body: bytesOf('fine') });
+        assert.equal(plan.fired.length, 1);
+        assert.deepEqual(await collect(await ctx.content.get(version.content_key, version.content_hash)), Buffer.from('fine'));
+        assert.equal(await entry(ctx, version.content_key), undefined);
+        assert.equal(await entry(ctx, version.metadata_key), undefined);
       } finally {
         await close();
       }
