@@ -168,6 +168,12 @@ export interface ItemStore {
   readonly engine: string;
   /** Where the table lives (file path or table URL), for reports. */
   readonly location: string;
+  /**
+   * The number of concurrent scan segments worth using (SQLite 1: one file, segments are filtered
+   * reads of the whole table; DynamoDB 8). Services choose segments from it, never from `engine`; read
+   * it through scanParallelism (store/scan-options.ts), since a wrapper may not have it (then 1).
+   */
+  readonly scanSegments?: number;
 
   /**
    * Makes the table usable and checks it: creates it when absent (DynamoDB: the table and GSI1, waiting
@@ -224,8 +230,11 @@ export interface ItemStore {
    * written before the mark may appear too, and an item may appear more than once (it changed again
    * while the pages were read). Segments and cursors as in scan. InvalidInput for a mark that is not
    * one of this engine's.
-   * - SQLite: every write transaction stamps the rows it writes with the next value of a write
-   *   sequence, and this reads, through an index, only the rows stamped after the mark: O(changed rows).
+   * - SQLite: every write transaction appends one row (the keys it put or updated) to a change log,
+   *   and this reads only the log rows after the mark, de-duplicates their keys and returns the items
+   *   as they are now: O(changes). A mark older than the log's horizon (24 h / 1,000,000 write
+   *   transactions), or of another file, or followed by very many changes: the whole table, then the
+   *   changes since it began (sqlite/changes.ts).
    * - DynamoDB: (for now) every item of the table, i.e. a full (optionally segmented) scan: correct by
    *   construction, O(table). DynamoDB has no cheap "changed since" read of the base table; a Streams
    *   reader would be one (not in this engine).

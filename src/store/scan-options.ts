@@ -4,7 +4,7 @@
  * partition in a segment on engines that compute it themselves (SQLite).
  */
 import { InvalidInput } from '../core/errors.ts';
-import { MAX_SCAN_SEGMENTS, type ScanOptions } from './item-store.ts';
+import { type ItemStore, MAX_SCAN_SEGMENTS, type ScanOptions } from './item-store.ts';
 
 export interface Segment {
   segment: number;
@@ -34,13 +34,20 @@ export function scanCursorScope(seg: Segment | undefined, mark?: string): string
   return mark === undefined ? base : `${base}@${mark}`;
 }
 
+/** ItemStore.scanSegments, or 1 for a store (a wrapper, a proxy) that does not say. */
+export function scanParallelism(items: Pick<ItemStore, 'scanSegments'>): number {
+  const n = (items as { scanSegments?: unknown }).scanSegments;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 1 ? Math.min(n, MAX_SCAN_SEGMENTS) : 1;
+}
+
 /** 2^32: partition hashes are unsigned 32-bit integers. */
 export const HASH_SPACE = 0x1_0000_0000;
 
 /**
  * A stable, well-spread 32-bit hash of a partition key: FNV-1a over its UTF-16 code units, then
- * MurmurHash3's finaliser (fmix32) to spread it. It is stored (the SQLite engine's `phash` column), so
- * it must never change. About 0.3 µs for a key (SHA-256 through node:crypto: about 3 µs).
+ * MurmurHash3's finaliser (fmix32) to spread it. The SQLite engine computes it as it reads a segment
+ * (nothing stored; DynamoDB has its own segments); kept stable all the same, so a segment's members
+ * never change between versions. About 0.3 µs for a key (SHA-256 through node:crypto: about 3 µs).
  */
 export function partitionHash(pk: string): number {
   let h = 0x811c9dc5;

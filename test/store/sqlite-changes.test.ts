@@ -1,8 +1,10 @@
 /**
- * The SQLite engine's own side of segmented scans and change marks (store/sqlite/schema.ts, scans.ts):
- * the in-place migration of a version 1 file (idempotent, several processes at once), the write
- * sequence (one number per write transaction, across connections), reads that go through the indexes
- * and return exactly the changed rows, and the conservative answers (a foreign mark, an old read-only file).
+ * The SQLite engine's own side of segmented scans and change marks (store/sqlite/schema.ts, scans.ts,
+ * changes.ts): the in-place migration of a version 1 file and of the interim version 2 (idempotent,
+ * several processes at once), the change log (one row per write transaction, across connections;
+ * nothing per item), reads that return exactly the changed items, and the conservative answers (a
+ * foreign mark, a mark ahead of the log, an old read-only file). Pruning and the fallbacks:
+ * sqlite-changelog.test.ts.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,6 +15,7 @@ import Database from 'better-sqlite3';
 import { StorageFailure } from '../../src/core/errors.ts';
 import type { Item, ScanOptions } from '../../src/store/item-store.ts';
 import { partitionHash } from '../../src/store/scan-options.ts';
+import { CHANGE_SQL } from '../../src/store/sqlite/changes.ts';
 import { SCAN_SQL } from '../../src/store/sqlite/scans.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { tempDir } from '../helpers/tmp.ts';
@@ -35,25 +38,46 @@ function versionOneFile(count: number): string {
 }
 
 const ids = (items: Item[]) => items.map((i) => `${i.PK}/${i.SK}`).sort();
-const counter = (store: SqliteItemStore) =>
-  (store.db.prepare("SELECT value FROM alp_meta WHERE name = 'wseq'").get() as { value: number }).value;
+/** The change log's rows after the sentinel that starts it: [seq, the keys as 'PK/SK'] */
+const logRows = (store: SqliteItemStore) =>
+  (store.db.prepare('SELECT seq, keys FROM alp_changes WHERE n > 0 ORDER BY seq').all() as Array<{ seq: number; keys: string }>).map(
+    (r) => [r.seq, (JSON.parse(r.keys) as string[][]).map(([pk, sk]) => `${pk}/${sk}`)] as const,
+  );
+const head = (store: SqliteItemStore) => store.db.prepare('SELECT max(seq) FROM alp_changes').pluck().get() as number;
+const columns = (store: SqliteItemStore) => (store.db.pragma('table_info(items)') as Array<{ name: string }>).map((c) => c.name);
+const indexes = (store: SqliteItemStore) =>
+  store.db
+    .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'items' AND sql IS NOT NULL ORDER BY name")
+    .pluck()
+    .all();
 const segmentsOf = async (read: (o: ScanOptions) => Promise<{ items: Item[]; cursor?: string }>, total: number) => {
   const out: Item[] = [];
   for (let segment = 0; segment < total; segment++) out.push(...(await sweep(read, { segment, totalSegments: total, limit: 3 })));
   return out;
 };
 
+/** A file of the interim schema version 2 (phash/wseq columns, both indexed, counter at `counter`). */
+function versionTwoFile(counter: number): string {
+  const file = versionOneFile(20);
+  const db = new Database(file);
+  db.exec(`ALTER TABLE items ADD COLUMN phash INTEGER; ALTER TABLE items ADD COLUMN wseq INTEGER;
+    CREATE TABLE alp_meta (name TEXT PRIMARY KEY, value) WITHOUT ROWID;
+    CREATE INDEX items_phash ON items (phash, PK, SK); CREATE INDEX items_wseq ON items (wseq) WHERE wseq IS NOT NULL;`);
+  db.prepare("INSERT INTO alp_meta VALUES ('wseq', ?), ('instance', 'v2inst')").run(counter);
+  db.prepare("UPDATE items SET wseq = ? WHERE SK = 's1'").run(counter);
+  db.pragma('user_version = 2');
+  db.close();
+  return file;
+}
+
 describe('SQLite change marks and segments: schema and migration', () => {
-  it('migrates a version 1 file in place on open: hashes backfilled, old rows unstamped, items unchanged; reopening changes nothing', async () => {
+  it('migrates a version 1 file in place on open: a change log, no per-item column or index, items unchanged; reopening changes nothing', async () => {
     const file = versionOneFile(40);
     const store = new SqliteItemStore(file);
-    assert.equal(store.db.pragma('user_version', { simple: true }), 2);
-    const rows = store.db.prepare('SELECT PK, phash, wseq FROM items').all() as Array<{ PK: string; phash: number; wseq: number | null }>;
-    assert.equal(rows.length, 40);
-    for (const r of rows) {
-      assert.equal(r.phash, partitionHash(r.PK));
-      assert.equal(r.wseq, null);
-    }
+    assert.equal(store.db.pragma('user_version', { simple: true }), 3);
+    assert.deepEqual(columns(store), ['PK', 'SK', 'GSI1PK', 'GSI1SK', 'attrs']);
+    assert.deepEqual(indexes(store), ['GSI1']);
+    assert.deepEqual(store.db.prepare('SELECT seq, n, keys FROM alp_changes').all(), [{ seq: 1, n: 0, keys: '[]' }]);
     const all = await sweep((o) => store.scan(o));
     assert.deepEqual(all[1], { PK: 'P#0', SK: 's14', i: 14 });
     assert.deepEqual(ids(await segmentsOf((o) => store.scan(o), 5)), ids(all));
@@ -69,7 +93,7 @@ describe('SQLite change marks and segments: schema and migration', () => {
     await store.close();
     const again = new SqliteItemStore(file);
     assert.deepEqual(again.db.prepare("SELECT value FROM alp_meta WHERE name = 'instance'").get(), instance);
-    assert.equal(counter(again), 1);
+    assert.deepEqual(logRows(again), [[2, ['P#3/s3']]]);
     assert.deepEqual(
       await sweep((o) => again.scanChangedSince(mark, o)),
       [{ PK: 'P#3', SK: 's3', GSI1PK: 'G', GSI1SK: 'g3', i: 103 }],
@@ -78,7 +102,31 @@ describe('SQLite change marks and segments: schema and migration', () => {
     await again.close();
   });
 
-  it('several processes opening a version 1 file at once migrate it once, and each one’s write is stamped', async () => {
+  it('migrates the interim version 2: its indexes dropped, the log starts after its counter, its marks answered or conservative', async () => {
+    const file = versionTwoFile(57);
+    const store = new SqliteItemStore(file);
+    assert.equal(store.db.pragma('user_version', { simple: true }), 3);
+    assert.deepEqual(indexes(store), ['GSI1']);
+    assert.deepEqual(store.db.prepare('SELECT name FROM alp_meta').pluck().all(), ['instance']);
+    assert.equal(head(store), 58);
+    const all = ids(await sweep((o) => store.scan(o)));
+    assert.deepEqual(ids(await segmentsOf((o) => store.scan(o), 3)), all);
+    await store.put({ PK: 'N', SK: 'after' });
+    const v2mark = (n: number) => `sqlite:v2inst:${n}`;
+    assert.deepEqual(ids(await sweep((o) => store.scanChangedSince(v2mark(57), o))), ['N/after'], 'a mark at the counter: only the log');
+    assert.deepEqual(
+      ids(await sweep((o) => store.scanChangedSince(v2mark(56), o))),
+      [...all, 'N/after'].sort(),
+      'a mark before it (wseq 57 is not in the log): every item',
+    );
+    assert.deepEqual((await store.get({ PK: 'N', SK: 'after' })) ?? null, { PK: 'N', SK: 'after' });
+    await store.close();
+    const again = new SqliteItemStore(file);
+    assert.equal(head(again), 59, 'reopening migrates nothing again');
+    await again.close();
+  });
+
+  it('several processes opening a version 1 file at once migrate it once, and each one’s write is logged', async () => {
     const file = versionOneFile(200);
     const script = `
       const { SqliteItemStore } = await import(${JSON.stringify(path.resolve('src/store/sqlite/sqlite-item-store.ts'))});
@@ -95,17 +143,13 @@ describe('SQLite change marks and segments: schema and migration', () => {
       });
     assert.deepEqual(await Promise.all([1, 2, 3, 4].map(run)), [0, 0, 0, 0]);
     const store = new SqliteItemStore(file);
-    assert.equal(store.db.prepare('SELECT count(*) AS n FROM alp_meta').pluck().get(), 2, 'one counter and one instance id');
-    assert.equal(counter(store), 4);
-    const stamped = store.db.prepare('SELECT PK, wseq FROM items WHERE wseq IS NOT NULL ORDER BY wseq').all() as Array<{
-      PK: string;
-      wseq: number;
-    }>;
+    assert.equal(store.db.prepare('SELECT count(*) AS n FROM alp_meta').pluck().get(), 1, 'one instance id');
+    const rows = logRows(store);
     assert.deepEqual(
-      stamped.map((r) => r.wseq),
-      [1, 2, 3, 4],
+      rows.map(([seq]) => seq),
+      [2, 3, 4, 5],
     );
-    assert.equal(store.db.prepare('SELECT count(*) FROM items WHERE phash IS NULL').pluck().get(), 0);
+    assert.deepEqual(rows.flatMap(([, keys]) => keys).sort(), ['W#1/s', 'W#2/s', 'W#3/s', 'W#4/s']);
     await store.close();
   });
 
@@ -125,26 +169,28 @@ describe('SQLite change marks and segments: schema and migration', () => {
   });
 });
 
-describe('SQLite change marks and segments: the write sequence', () => {
-  it('one number per write transaction (batchPut and transactWrite too); deletes and failed conditions draw none', async () => {
+describe('SQLite change marks and segments: the change log', () => {
+  it('one row per write transaction (batchPut and transactWrite too); deletes, failed conditions and rollbacks add none', async () => {
     const store = new SqliteItemStore(path.join(tempDir('alp-sqlite'), 'alp.db'));
     await store.batchPut(Array.from({ length: 50 }, (_, i) => ({ PK: `B#${i}`, SK: 's' })));
-    assert.equal(counter(store), 1);
     await store.transactWrite([
       { op: 'put', item: { PK: 'T', SK: 'a' } },
       { op: 'update', key: { PK: 'T', SK: 'b' }, update: { set: { v: 1 } } },
       { op: 'delete', key: { PK: 'B#0', SK: 's' } },
     ]);
-    assert.equal(counter(store), 2);
     await store.delete({ PK: 'B#1', SK: 's' });
     await store.transactWrite([{ op: 'delete', key: { PK: 'B#2', SK: 's' } }]);
     await assert.rejects(store.put({ PK: 'T', SK: 'a' }, { condition: { kind: 'notExists' } }));
-    assert.equal(counter(store), 2);
-    const stamps = store.db.prepare("SELECT SK, wseq FROM items WHERE PK = 'T' ORDER BY SK").all();
-    assert.deepEqual(stamps, [
-      { SK: 'a', wseq: 2 },
-      { SK: 'b', wseq: 2 },
-    ]);
+    await assert.rejects(
+      store.transactWrite([
+        { op: 'put', item: { PK: 'T', SK: 'c' } },
+        { op: 'check', key: { PK: 'T', SK: 'zz' }, condition: { kind: 'exists' } },
+      ]),
+    );
+    const rows = logRows(store);
+    assert.equal(rows.length, 2);
+    assert.equal(rows[0]?.[1].length, 50);
+    assert.deepEqual(rows[1], [3, ['T/a', 'T/b']]);
     await store.close();
   });
 
@@ -163,25 +209,30 @@ describe('SQLite change marks and segments: the write sequence', () => {
     await b.close();
   });
 
-  it('answers exactly the rows written after the mark, through the indexes, and no bookkeeping reaches an item', async () => {
+  it('answers exactly the items written after the mark, once each, as they are now (deleted ones skipped); the log is read by seq range', async () => {
     const store = new SqliteItemStore(path.join(tempDir('alp-sqlite'), 'alp.db'));
     await store.batchPut(Array.from({ length: 500 }, (_, i) => ({ PK: `O#${i % 50}`, SK: `s${i}`, old: true })));
     const mark = await store.changeMark();
     const changed = Array.from({ length: 30 }, (_, i) => ({ PK: `O#${(i * 7) % 50}`, SK: `s${i * 13}`, fresh: i }));
     for (const item of changed) await store.put(item);
+    for (const item of changed.slice(0, 10)) await store.update(item, { add: { fresh: 1000 } });
+    await store.put({ PK: 'gone', SK: 's' });
+    await store.delete({ PK: 'gone', SK: 's' });
     const got = await sweep((o) => store.scanChangedSince(mark, o), { limit: 4 });
     assert.deepEqual(ids(got), ids(changed));
     for (const item of got) assert.deepEqual(Object.keys(item).sort(), ['PK', 'SK', 'fresh']);
+    for (const item of got) assert.deepEqual(item, await store.get(item));
     assert.deepEqual(ids(await segmentsOf((o) => store.scanChangedSince(mark, o), 3)), ids(changed));
     const plan = (sql: string, ...params: unknown[]) => JSON.stringify(store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params));
-    // The engine's own statements: each is a range search of its index, in the index's order.
-    assert.match(plan(SCAN_SQL.changed, 1, 1, 'a', 'b', 5), /SEARCH items USING INDEX items_wseq \(wseq>\?\)/);
-    assert.match(plan(SCAN_SQL.segNext, 0, 9, 0, 'a', 'b', 5), /SEARCH items USING INDEX items_phash \(phash>\? AND phash<\?\)/);
-    assert.match(plan(SCAN_SQL.segFirst, 0, 9, 5), /SEARCH items USING INDEX items_phash \(phash>\? AND phash<\?\)/);
-    for (const sql of Object.values(SCAN_SQL))
-      assert.doesNotMatch(plan(sql, ...Array(sql.split('?').length - 1).fill(0)), /TEMP B-TREE|SCAN items/);
-    const attrs = store.db.prepare('SELECT attrs FROM items').pluck().all() as string[];
-    assert.ok(attrs.every((a) => !a.includes('wseq') && !a.includes('phash')));
+    for (const sql of [CHANGE_SQL.changed, CHANGE_SQL.changedSegment]) {
+      const p = plan(sql, ...Array(sql.split('?').length - 1).fill(1));
+      assert.match(p, /SEARCH c USING INTEGER PRIMARY KEY \(rowid>\?\)/, 'the log rows after the mark, by seq');
+      assert.match(p, /SEARCH i USING PRIMARY KEY \(PK=\? AND SK=\?\)/, 'each key’s item by its key');
+      assert.doesNotMatch(p, /SCAN i\b|SCAN items/);
+    }
+    assert.match(plan(CHANGE_SQL.keysAfter, 1), /SEARCH alp_changes USING INTEGER PRIMARY KEY \(rowid>\?\)/);
+    assert.match(plan(SCAN_SQL.segNext, 'a', 'b', 0, 9, 5), /SEARCH items USING PRIMARY KEY \(\(PK,SK\)>\(\?,\?\)\)/);
+    for (const sql of Object.values(SCAN_SQL)) assert.doesNotMatch(plan(sql, ...Array(sql.split('?').length - 1).fill(0)), /TEMP B-TREE/);
     await store.close();
   });
 
@@ -201,7 +252,7 @@ describe('SQLite change marks and segments: the write sequence', () => {
     await two.close();
   });
 
-  it('a mark ahead of the counter (the file was replaced by an older copy of itself) is answered with every item', async () => {
+  it('a mark ahead of the log (the file was replaced by an older copy of itself) is answered with every item', async () => {
     const file = path.join(tempDir('alp-sqlite'), 'alp.db');
     const first = new SqliteItemStore(file);
     await first.batchPut([{ PK: 'C', SK: '1' }]);

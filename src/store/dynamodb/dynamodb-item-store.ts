@@ -118,6 +118,8 @@ export { GSI1, schemaProblems };
 
 export class DynamoItemStore implements ItemStore {
   readonly engine = 'dynamodb';
+  /** DynamoDB's parallel Scan: segments are served by separate partitions (item-store.ts). */
+  readonly scanSegments = 8;
   readonly location: string;
   readonly table: string;
   private readonly counters = new Map<string, number>();

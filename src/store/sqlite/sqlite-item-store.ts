@@ -21,7 +21,6 @@ import type {
   UpdateSpec,
   WriteOptions,
 } from '../item-store.ts';
-import { partitionHash } from '../scan-options.ts';
 import {
   applyUpdate,
   decodeCursor,
@@ -33,14 +32,17 @@ import {
   validateSk,
   validateTransaction,
 } from '../semantics.ts';
+import { ChangeLog, type ChangeLogOptions } from './changes.ts';
 import { ensurePrivateDir, ensurePrivateFile } from './file-modes.ts';
 import { type Row, SqliteScans, toItem } from './scans.ts';
-import { hasChangeColumns, prepareSchema } from './schema.ts';
+import { prepareSchema, registerFunctions } from './schema.ts';
 
 export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
   busyTimeoutMs?: number;
   readonly?: boolean;
+  /** The change log's horizon and clock (changes.ts; tests). */
+  changeLog?: ChangeLogOptions;
 }
 
 // Largest code point: a string that starts with prefix P sorts below P + U+10FFFF in UTF-8 byte order.
@@ -49,11 +51,14 @@ const PREFIX_END = '\u{10FFFF}';
 export class SqliteItemStore implements ItemStore {
   readonly engine = 'sqlite';
   readonly location: string;
+  /** One SQLite file gains nothing from concurrent segments (scans.ts). */
+  readonly scanSegments = 1;
   readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteItemStore['prepareStatements']>;
   private readonly scans: SqliteScans;
-  /** The write sequence number of the write transaction under way (drawn at its first stored row). */
-  private txSeq: number | undefined;
+  private readonly changes: ChangeLog;
+  /** The keys the write transaction under way put or updated (its change log row, changes.ts). */
+  private txKeys: ItemKey[] = [];
 
   constructor(file: string, opts: SqliteOptions = {}) {
     this.location = file;
@@ -63,6 +68,7 @@ export class SqliteItemStore implements ItemStore {
     }
     this.db = new Database(file, { readonly: opts.readonly ?? false });
     this.db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
+    registerFunctions(this.db);
     if (!opts.readonly) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
@@ -70,6 +76,7 @@ export class SqliteItemStore implements ItemStore {
     }
     this.stmts = this.prepareStatements();
     this.scans = new SqliteScans(this.db);
+    this.changes = new ChangeLog(this.db, this.scans, opts.changeLog);
   }
 
   /** The schema is created when the store opens (unless read-only): nothing is left to do here. */
@@ -79,21 +86,11 @@ export class SqliteItemStore implements ItemStore {
 
   private prepareStatements() {
     const db = this.db;
-    // A read-only store of a file without the version 2 columns never writes: its upsert is version 1's.
-    const stamped = hasChangeColumns(db);
     return {
       get: db.prepare<[string, string], Row>('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK = ? AND SK = ?'),
-      upsert: stamped
-        ? db.prepare<[string, string, string | null, string | null, string, number, number]>(
-            'INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs, phash, wseq) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (PK, SK) DO UPDATE SET GSI1PK = excluded.GSI1PK, GSI1SK = excluded.GSI1SK, attrs = excluded.attrs, wseq = excluded.wseq',
-          )
-        : undefined,
-      upsertV1: db.prepare<[string, string, string | null, string | null, string]>(
+      upsert: db.prepare<[string, string, string | null, string | null, string]>(
         'INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs) VALUES (?, ?, ?, ?, ?) ON CONFLICT (PK, SK) DO UPDATE SET GSI1PK = excluded.GSI1PK, GSI1SK = excluded.GSI1SK, attrs = excluded.attrs',
       ),
-      nextSeq: stamped
-        ? db.prepare<[], { value: number }>("UPDATE alp_meta SET value = value + 1 WHERE name = 'wseq' RETURNING value")
-        : undefined,
       del: db.prepare<[string, string]>('DELETE FROM items WHERE PK = ? AND SK = ?'),
     };
   }
@@ -229,14 +226,14 @@ export class SqliteItemStore implements ItemStore {
     return this.run(() => this.scans.scan(opts));
   }
 
-  /** The write sequence's counter (schema.ts), with this database's instance id. */
+  /** The change log's newest seq (schema.ts), with this database's instance id. */
   async changeMark(): Promise<string> {
-    return this.run(() => this.scans.changeMark());
+    return this.run(() => this.changes.mark());
   }
 
-  /** Only the rows stamped after the mark, through the index on wseq (schema.ts, scans.ts). */
+  /** The items of the keys logged after the mark, as they are now (changes.ts). */
   async scanChangedSince(mark: string, opts: ScanOptions = {}): Promise<Page> {
-    return this.run(() => this.scans.scanChangedSince(mark, opts));
+    return this.run(() => this.changes.scanChangedSince(mark, opts));
   }
 
   /**
@@ -298,29 +295,21 @@ export class SqliteItemStore implements ItemStore {
     const { PK, SK, GSI1PK, GSI1SK, ...rest } = item;
     const gsiPk = (GSI1PK as string | undefined) ?? null;
     const gsiSk = (GSI1SK as string | undefined) ?? null;
-    if (this.stmts.upsert) this.stmts.upsert.run(PK, SK, gsiPk, gsiSk, JSON.stringify(rest), partitionHash(PK), this.writeSeq());
-    else this.stmts.upsertV1.run(PK, SK, gsiPk, gsiSk, JSON.stringify(rest)); // read-only: SQLite refuses it
-  }
-
-  /** One number per write transaction, drawn from the counter row under the write lock (schema.ts). */
-  private writeSeq(): number {
-    if (this.txSeq === undefined) {
-      const row = this.stmts.nextSeq?.get();
-      if (!row) throw new InternalError(`the write sequence of ${this.location} is missing (alp_meta)`);
-      this.txSeq = row.value;
-    }
-    return this.txSeq;
+    this.stmts.upsert.run(PK, SK, gsiPk, gsiSk, JSON.stringify(rest)); // read-only: SQLite refuses it
+    this.txKeys.push({ PK, SK });
   }
 
   private write<T>(fn: () => T): T {
     return this.run(() =>
       this.db
         .transaction(() => {
-          this.txSeq = undefined;
+          this.txKeys = [];
           try {
-            return fn();
+            const out = fn();
+            this.changes.append(this.txKeys); // in the transaction: a rolled-back one logs nothing
+            return out;
           } finally {
-            this.txSeq = undefined;
+            this.txKeys = [];
           }
         })
         .immediate(),
