@@ -3,7 +3,7 @@
  * get of the artifact's fence shard per read. Downloads per second of a 4 KiB version, SQLite +
  * directory, through the library: the fenced read (`openVersionContent`, which calls assertReadable
  * first) against the same read without the check (resolveVersion + the verified content stream,
- * exactly what openVersionContent did before), interleaved in rounds in one run, each read drained
+ * exactly what openVersionContent did before), alternating read by read in one run, each read drained
  * to its end (digest verified). Run: `node --import tsx bench/read-fence.ts [reads per round]`.
  */
 import path from 'node:path';
@@ -46,19 +46,27 @@ export async function benchReadFence(opts: { reads?: number; rounds?: number } =
   const id = version.artifact_id;
   header(`read fence: ${fmt(reads)} reads × ${rounds} rounds of a 4 KiB version, SQLite + directory`);
   for (let i = 0; i < 200; i++) await Promise.all([unfenced(ctx, id), fenced(ctx, id)]); // warm-up
+  // Alternating read by read (each timed on its own), so the machine's load falls on both alike.
   const ms = { before: 0, after: 0 };
-  for (let r = 0; r < rounds; r++) {
-    ms.before += (
-      await timed(async () => {
-        for (let i = 0; i < reads; i++) await unfenced(ctx, id);
-      })
-    ).ms;
-    ms.after += (
-      await timed(async () => {
-        for (let i = 0; i < reads; i++) await fenced(ctx, id);
-      })
-    ).ms;
+  const per = { before: [] as number[], after: [] as number[] };
+  for (let i = 0; i < reads * rounds; i++) {
+    for (const [kind, read] of (i % 2 === 0
+      ? [
+          ['before', unfenced],
+          ['after', fenced],
+        ]
+      : [
+          ['after', fenced],
+          ['before', unfenced],
+        ]) as Array<['before' | 'after', typeof fenced]>) {
+      const t = process.hrtime.bigint();
+      await read(ctx, id);
+      const took = Number(process.hrtime.bigint() - t) / 1e6;
+      ms[kind] += took;
+      per[kind].push(took);
+    }
   }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
   const check = await timed(async () => {
     for (let i = 0; i < reads * rounds; i++) await assertReadable(ctx, { kind: 'artifacts', ids: [id] });
   });
@@ -70,6 +78,7 @@ export async function benchReadFence(opts: { reads?: number; rounds?: number } =
     'cost of the check',
     `${(((ms.after - ms.before) * 1000) / (reads * rounds)).toFixed(1)} µs/read (${(100 * (1 - after / before)).toFixed(1)} % fewer reads/s)`,
   );
+  row('median read: before / after', `${(median(per.before) * 1000).toFixed(1)} / ${(median(per.after) * 1000).toFixed(1)} µs`);
   row('the check alone (assertReadable)', `${((check.ms * 1000) / (reads * rounds)).toFixed(1)} µs/call`);
   await items.close();
   await content.close();
