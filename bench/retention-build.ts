@@ -14,7 +14,7 @@ import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { newId } from '../src/core/ids.ts';
 import { createArtifact } from '../src/lifecycle/artifacts.ts';
-import { createContext } from '../src/runtime/context.ts';
+import { createContext, type ServiceContext } from '../src/runtime/context.ts';
 import type { Item } from '../src/store/item-store.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
 import { initInstallation } from '../src/system/installation.ts';
@@ -43,7 +43,11 @@ async function listFiles(root: string): Promise<string[]> {
 }
 
 /** Builds `objects` objects (half referenced) into dir/alp.db + dir/content; returns what it wrote. */
-export async function buildDirect(dir: string, objects: number): Promise<{ items: number; files: number; ms: number }> {
+export async function buildDirect(
+  dir: string,
+  objects: number,
+  opts: { afterInit?: (ctx: ServiceContext) => Promise<void> } = {},
+): Promise<{ items: number; files: number; ms: number }> {
   const started = Date.now();
   const items = new SqliteItemStore(path.join(dir, 'alp.db'), { synchronous: 'NORMAL' });
   const contentRoot = path.join(dir, 'content');
@@ -51,6 +55,7 @@ export async function buildDirect(dir: string, objects: number): Promise<{ items
   const clock = new ManualClock('2026-01-01T00:00:00Z');
   const ctx = createContext({ items, content, clock });
   await initInstallation(ctx);
+  await opts.afterInit?.(ctx);
   const before = new Set((await allItems(items)).map((i) => `${i.PK}\u0000${i.SK}`));
   const filesBefore = new Set(await listFiles(contentRoot));
   const name = 'template-artifact';

@@ -32,7 +32,7 @@ export interface BenchInstallation {
   close(): Promise<void>;
 }
 
-async function verifiedRestore(ctx: ServiceContext, dir: string): Promise<string> {
+export async function verifiedRestore(ctx: ServiceContext, dir: string): Promise<string> {
   const out = path.join(dir, 'backup');
   const file = path.join(dir, 'restore', 'alp.db');
   await fs.mkdir(path.dirname(file), { recursive: true });

@@ -9,12 +9,25 @@
  * at 100,000). RSS high-water at 10 k / 100 k / 1 M: bench/retention-rss.ts. Misses print as MISS.
  */
 import fs from 'node:fs/promises';
+import path from 'node:path';
+import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
+import { ManualClock } from '../src/core/clock.ts';
 import { localTrustedHost } from '../src/retention/host.ts';
 import { ArtifactRetention, type RetentionHost, type RetentionResult } from '../src/retention/retention.ts';
+import { createContext } from '../src/runtime/context.ts';
+import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
 import { readEpoch } from '../src/system/state.ts';
 import { buildRegistryTree, registryAvailable, registryConfig, registryGc } from './registry-gc.ts';
+import { buildDirect } from './retention-build.ts';
 import { benchRetentionRss } from './retention-rss.ts';
-import { addObjects, type BenchInstallation, dropReferenceIndex, openBenchInstallation, operator } from './retention-setup.ts';
+import {
+  addObjects,
+  type BenchInstallation,
+  dropReferenceIndex,
+  openBenchInstallation,
+  operator,
+  verifiedRestore,
+} from './retention-setup.ts';
 import { benchDir, fmt, header, row, timed } from './util.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -194,5 +207,31 @@ export async function benchRetention(opts: { sizes?: number[]; rss?: number[] } 
   const rss = opts.rss ?? [10_000, 100_000, ...(process.env.ALP_BENCH_MILLION === '1' ? [1_000_000] : [])];
   Object.assign(results, await benchRetentionRss(rss));
   if (!process.env.ALP_BENCH_MILLION) row('1 M RSS case', 'skipped', 'ALP_BENCH_MILLION=1 to run it (builds items and files directly)');
+  return results;
+}
+
+/**
+ * The fence hold alone at `n` objects over a directly built installation (bench/retention-build.ts; the
+ * verified restore an approval names is taken right after init): run 1 observes, the clock moves 8 days,
+ * run 2 quarantines ≤ 1,000. `npm run bench retention-fence` (ALP_BENCH_FENCE_OBJECTS, default 100,000).
+ */
+export async function benchRetentionFence(n: number): Promise<Record<string, number>> {
+  header(`retention: fence hold of a QUARANTINE run over ${fmt(n)} objects (built directly), SQLite + fs`);
+  const dir = benchDir('fence');
+  let restore = '';
+  const built = await timed(() => buildDirect(dir, n, { afterInit: async (ctx) => void (restore = await verifiedRestore(ctx, dir)) }));
+  row('direct build', `${fmt(built.ms / 1000, 1)} s`, `${fmt(built.value.items)} items, ${fmt(built.value.files)} files`);
+  const items = new SqliteItemStore(path.join(dir, 'alp.db'), { synchronous: 'NORMAL' });
+  const content = await FsContentStore.open(path.join(dir, 'content'));
+  const clock = new ManualClock('2026-01-02T00:00:00Z');
+  const ctx = Object.assign(createContext({ items, content, clock }), { clock });
+  const inst: BenchInstallation = { dir, ctx, items, restore, objects: n, close: async () => {} };
+  const results: Record<string, number> = {};
+  try {
+    await fenceFigures(inst, results, `direct_${n}`);
+  } finally {
+    await items.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
   return results;
 }

@@ -1,6 +1,6 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle, http, telemetry, recovery, distributed, read-fence, retention, retention-rss, scale, archive. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle, http, telemetry, recovery, distributed, read-fence, retention, retention-rss, retention-fence, scale, archive. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
 import { benchArchive } from './archive.ts';
 import { benchDistributed } from './distributed.ts';
@@ -9,7 +9,7 @@ import { benchHttp } from './http.ts';
 import { benchLifecycle } from './lifecycle.ts';
 import { benchReadFence } from './read-fence.ts';
 import { benchRecovery } from './recovery.ts';
-import { benchRetention } from './retention.ts';
+import { benchRetention, benchRetentionFence } from './retention.ts';
 import { benchRetentionRss } from './retention-rss.ts';
 import { benchScale } from './scale.ts';
 import { benchStorage } from './storage.ts';
@@ -31,6 +31,7 @@ const sections: Record<string, () => Promise<unknown>> = {
   retention: () => benchRetention(quick ? { sizes: [2000], rss: [2000, 10_000] } : {}),
   // RSS cases alone: ALP_BENCH_RSS_SIZES=10000,100000,1000000 (default), ALP_BENCH_RSS_MODES=idle,plan,…
   'retention-rss': () => benchRetentionRss((process.env.ALP_BENCH_RSS_SIZES ?? '10000,100000,1000000').split(',').map(Number)),
+  'retention-fence': () => benchRetentionFence(Number(process.env.ALP_BENCH_FENCE_OBJECTS ?? 100_000)),
   scale: () => benchScale(quick ? { artifacts: 10 } : {}),
   archive: () => benchArchive(quick ? { versions: 60 } : {}),
 };
