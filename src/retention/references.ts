@@ -13,11 +13,14 @@
  * changed since.
  */
 import { IntegrityError, InternalError } from '../core/errors.ts';
+import { refIndexPartitions } from '../core/keys.ts';
 import type { Item, ItemStore, Page } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
+import { contentRootId } from '../system/ref-index.ts';
 import { expandKnown, markFresh, referencedBad, unknownReferenced } from './scan-closure.ts';
 import { KEY_PREFIXES, noteBackup, noteInFlightVersions, noteItem } from './scan-items.ts';
 import {
+  flushEntries,
   inParallel,
   listObjects,
   type Progress,
@@ -164,6 +167,7 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
   const stats: ScanStats = { items: 0, objects: 0, objectsRead: 0, bytesRead: 0, indexed: 0, indexedNow: 0, coldTrusted: 0, ms: 0 };
   const progress = throttled(opts.onProgress);
   const ws = new Workset();
+  ws.entryPartitions = new Set(refIndexPartitions(contentRootId(ctx.content.location), ctx.layout.index_shards));
   try {
     await Promise.all([
       itemPass(ctx, ws, opts.segments ?? DEFAULT_SEGMENTS, stats, progress),
@@ -174,9 +178,10 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
     ws.tx(() => {
       for (const p of opts.pins ?? []) ws.digest(p, 'pinned by the host', true);
     });
-    await readIndex(ctx, ws, stats, progress);
+    await readIndex(ctx, ws, stats);
     await readUnindexed(ctx, ws, stats, knownFn(opts.knownDigests), progress);
     await closure(ctx, ws, stats, progress);
+    await flushEntries(ctx, ws, stats);
   } catch (e) {
     ws.close();
     throw e;
@@ -278,5 +283,6 @@ export async function refreshReferences(
   });
   await addNamedSince(ctx, ws, stats);
   await closure(ctx, ws, stats, () => {});
+  await flushEntries(ctx, ws, stats);
   return { changed, ms: Date.now() - started };
 }

@@ -60,7 +60,7 @@ export function expandKnown(ws: Workset): number {
   const db = ws.db;
   return ws.tx(() => {
     db.exec(`INSERT OR IGNORE INTO digests(digest, why)
-      SELECT o.digest, 'digest of referenced object ' || o.key FROM objects o
+      SELECT o.digest, 'digest of referenced object ' || o.key FROM objects o INDEXED BY objects_known
       WHERE o.why IS NOT NULL AND o.inner = 1 AND o.digest IS NOT NULL`);
     db.exec(`INSERT OR IGNORE INTO digests(digest, why)
       SELECT i.digest, 'found inside ' || o.key FROM objects o JOIN inner i ON i.key = o.key

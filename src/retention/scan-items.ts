@@ -8,13 +8,13 @@
 import { RESERVATION_PREFIX } from '../audit/chain.ts';
 import { DIGEST_SCAN_PATTERN } from '../core/digest.ts';
 import { type AlpError, Conflict, IntegrityError, NotFound } from '../core/errors.ts';
-import { EXECUTION_OUTPUTS, executionKey, HISTORY_SEGMENT_PREFIX, isImmutableKey } from '../core/object-keys.ts';
+import { EXECUTION_OUTPUTS, executionKey, HISTORY_SEGMENT_PREFIX, MUTABLE_PREFIXES } from '../core/object-keys.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from '../lifecycle/executions.ts';
 import { archivedOriginals, refsOfItem } from '../lifecycle/references.ts';
 import { type BackupRecord, pendingBackupState, retireCommand } from '../recovery/backup.ts';
 import { openBackup } from '../recovery/backup-format.ts';
 import type { Item } from '../store/item-store.ts';
-import { REF_INDEX_TYPE } from '../system/ref-index.ts';
+import { entryOf, REF_INDEX_TYPE } from '../system/ref-index.ts';
 import type { Workset } from './scan-workset.ts';
 
 /** Prefixes whose objects may be referenced by key strings found in items. */
@@ -64,12 +64,18 @@ export function inFlight(at: unknown, now: number): boolean {
  * caller reads (noteBackup: asynchronous, outside the page's transaction).
  */
 export function noteItem(ws: Workset, item: Item, now: number): boolean {
+  if (item.type === REF_INDEX_TYPE && ws.entryPartitions.has(item.PK)) {
+    const e = entryOf(item);
+    if (e) ws.entry(e);
+    return false;
+  }
   if (NOT_REFERENCES.has(item.type as string)) return false;
   const where = `${item.PK} ${item.SK}`;
   const scope = item.PK;
   for (const a of archivedOriginals(item)) ws.supersede(scope, a.original, a.copy, a.digest, true);
   for (const r of refsOfItem(item)) {
-    if (isImmutableKey(r.key)) ws.recorded(r.key, r.digest);
+    // Every object but a mutable (regenerated) document must hash to the digest its item records.
+    if (!MUTABLE_PREFIXES.some((p) => r.key.startsWith(p))) ws.recorded(r.key, r.digest);
     if (r.superseded) continue;
     ws.stage(scope, 't', r.key, `named by ${r.source}`, r.digest);
   }

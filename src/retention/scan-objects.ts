@@ -12,7 +12,7 @@ import { DigestAccumulator } from '../core/digest.ts';
 import { IntegrityError, InternalError, InvalidInput, NotFound } from '../core/errors.ts';
 import { HISTORY_SEGMENT_PREFIX } from '../core/object-keys.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { allRefIndexEntries, contentRootId, MAX_INDEXED_DIGESTS, putRefIndexEntry, type RefIndexEntry } from '../system/ref-index.ts';
+import { contentRootId, MAX_INDEXED_DIGESTS, type RefIndexEntry, refIndexItem } from '../system/ref-index.ts';
 import { scanForDigests } from './digest-scan.ts';
 import { innerOf, readableTwin } from './scan-closure.ts';
 import type { ScanStats } from './scan-result.ts';
@@ -52,7 +52,7 @@ export async function listObjects(ctx: ServiceContext, ws: Workset, prefixes: re
 }
 
 /** Whether an entry answers for the listed object (see the module comment). */
-function usable(e: RefIndexEntry, row: ObjectRow, recorded: string | undefined): boolean {
+export function usable(e: RefIndexEntry, row: { size: number }, recorded: string | undefined): boolean {
   return (
     e.overflow !== true &&
     e.digests.length <= MAX_INDEXED_DIGESTS &&
@@ -62,41 +62,24 @@ function usable(e: RefIndexEntry, row: ObjectRow, recorded: string | undefined):
 }
 
 /**
- * Streams the content root's entries into the working set: each usable one gives its object's digest
- * and inner digests. A cold object's entry is used only when S3's checksum is the entry's digest.
+ * The reference index, as the item pass gathered it (scan-items.ts: the content root's entries): each
+ * usable entry gives its object's digest and inner digests without a read. A cold object's entry is
+ * used only when S3's checksum is the entry's digest.
  */
-export async function readIndex(ctx: ServiceContext, ws: Workset, stats: ScanStats, progress: Progress): Promise<void> {
-  const root = contentRootId(ctx.content.location);
-  let batch: RefIndexEntry[] = [];
-  let seen = 0;
-  const flush = async () => {
-    const b = batch;
-    batch = [];
-    const cold: Array<{ e: RefIndexEntry; row: ObjectRow }> = [];
-    ws.tx(() => {
-      for (const e of b) {
-        const row = ws.row(e.key);
-        if (!row || row.inner > 0 || !usable(e, row, ws.recordedOf(e.key))) continue;
-        if (row.cold) cold.push({ e, row });
-        else {
-          ws.known(e.key, e.digest, e.digests);
-          stats.indexed++;
-        }
-      }
-    });
-    await inParallel(cold, READ_CONCURRENCY, async ({ e }) => {
-      const sum = await coldDigest(ctx.content, e.key);
+export async function readIndex(ctx: ServiceContext, ws: Workset, stats: ScanStats): Promise<void> {
+  stats.indexed += ws.tx(() => ws.applyEntries());
+  for (let after = ''; ; ) {
+    const page = ws.coldWithEntries(after, BATCH);
+    if (page.length === 0) break;
+    after = (page[page.length - 1] as { key: string }).key;
+    await inParallel(page, READ_CONCURRENCY, async ({ key, digest }) => {
+      const sum = await coldDigest(ctx.content, key);
       stats.coldTrusted++;
-      ws.tx(() => ws.known(e.key, sum, sum === e.digest ? e.digests : undefined, true));
-      if (sum === e.digest) stats.indexed++;
+      if (sum === undefined) return ws.tx(() => ws.keep(key, 'cold, without an S3 checksum: digest unknown unread'));
+      ws.tx(() => ws.coldKnown(key, sum, sum === digest));
+      if (sum === digest) stats.indexed++;
     });
-  };
-  for await (const e of allRefIndexEntries(ctx.items, root, ctx.layout.index_shards)) {
-    batch.push(e);
-    if (batch.length >= BATCH) await flush();
-    progress('index', ++seen);
   }
-  await flush();
 }
 
 /**
@@ -183,12 +166,27 @@ export async function readAndIndex(ctx: ServiceContext, ws: Workset, stats: Scan
     ...(overflow ? { overflow: true } : {}),
     indexed_at: ctx.clock.now().toISOString(),
   };
-  // The backfill: a failed entry write only means the object is read again next time.
-  const written = await putRefIndexEntry(ctx.items, contentRootId(ctx.content.location), ctx.layout.index_shards, entry).then(
+  await queueEntry(ctx, ws, stats, entry);
+}
+
+const ENTRY_BATCH = 200;
+
+/** Entries are written in batches (one transaction each on SQLite, BatchWriteItem on DynamoDB). */
+async function queueEntry(ctx: ServiceContext, ws: Workset, stats: ScanStats, entry: RefIndexEntry): Promise<void> {
+  ws.pendingEntries.push(entry);
+  if (ws.pendingEntries.length >= ENTRY_BATCH) await flushEntries(ctx, ws, stats);
+}
+
+/** The backfill: a failed entry write only means the object is read again next time. */
+export async function flushEntries(ctx: ServiceContext, ws: Workset, stats: ScanStats): Promise<void> {
+  const batch = ws.pendingEntries.splice(0);
+  if (batch.length === 0) return;
+  const root = contentRootId(ctx.content.location);
+  const written = await ctx.items.batchPut(batch.map((e) => refIndexItem(root, ctx.layout.index_shards, e))).then(
     () => true,
     () => false,
   );
-  if (written) stats.indexedNow++;
+  if (written) stats.indexedNow += batch.length;
 }
 
 /**
@@ -224,12 +222,5 @@ export async function scanCold(ctx: ServiceContext, ws: Workset, stats: ScanStat
   }
   const inner = innerOf(ws, twin);
   ws.tx(() => ws.known(row.key, digest, inner, true));
-  const entry: RefIndexEntry = { key: row.key, digest, size: row.size, digests: inner, indexed_at: ctx.clock.now().toISOString() };
-  if (
-    await putRefIndexEntry(ctx.items, contentRootId(ctx.content.location), ctx.layout.index_shards, entry).then(
-      () => true,
-      () => false,
-    )
-  )
-    stats.indexedNow++;
+  await queueEntry(ctx, ws, stats, { key: row.key, digest, size: row.size, digests: inner, indexed_at: ctx.clock.now().toISOString() });
 }

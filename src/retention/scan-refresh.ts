@@ -7,9 +7,9 @@
 import { coldDigest } from '../content/cold.ts';
 import type { ObjectInfo } from '../content/content-store.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { contentRootId, getRefIndexEntries, MAX_INDEXED_DIGESTS } from '../system/ref-index.ts';
+import { contentRootId, getRefIndexEntries } from '../system/ref-index.ts';
 import { KEY_PREFIXES } from './scan-items.ts';
-import { inParallel, READ_CONCURRENCY, readAndIndex } from './scan-objects.ts';
+import { inParallel, READ_CONCURRENCY, readAndIndex, usable } from './scan-objects.ts';
 import type { ScanStats } from './scan-result.ts';
 import type { ObjectRow, Workset } from './scan-workset.ts';
 
@@ -44,12 +44,7 @@ export async function addNamedSince(ctx: ServiceContext, ws: Workset, stats: Sca
   await inParallel(rows, READ_CONCURRENCY, async (row) => {
     const e = entries.get(row.key);
     const recorded = ws.recordedOf(row.key);
-    const ok =
-      e &&
-      e.overflow !== true &&
-      e.digests.length <= MAX_INDEXED_DIGESTS &&
-      e.size === row.size &&
-      (recorded === undefined || recorded === e.digest);
+    const ok = e !== undefined && usable(e, row, recorded);
     if (e && ok && !row.cold) {
       ws.tx(() => ws.known(row.key, e.digest, e.digests));
       stats.indexed++;

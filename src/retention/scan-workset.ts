@@ -7,7 +7,9 @@
  * Tables:
  *   objects(key, size, cls, digest, why, inner)  the listing; why = first reason it is referenced;
  *                                                inner: 0 unknown, 1 known (entry or read), 2 expanded
- *   inner(key, digest)                           digests found inside an object (entry or bytes)
+ *   inner(key, digest)                           digests found inside an object (entry or bytes);
+ *                                                trusted only once objects.inner >= 1
+ *   entries(key, digest, size, overflow)         the content root's reference-index entries (item pass)
  *   keyrefs / prefixes                           keys and key prefixes named (in-flight uploads)
  *   digests(digest, why, strict)                 digests named; only strict ones (pins) mark an archived
  *                                                original whose verified copy is listed (B13)
@@ -20,6 +22,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { ObjectInfo } from '../content/content-store.ts';
+import { MAX_INDEXED_DIGESTS, type RefIndexEntry } from '../system/ref-index.ts';
 import { openScratch, type Scratch } from '../system/scratch.ts';
 
 const SCHEMA = `
@@ -43,6 +46,7 @@ CREATE TABLE recorded(key TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE staged(scope TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, digest TEXT, why TEXT NOT NULL);
 CREATE TABLE superseded(scope TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(scope, value)) WITHOUT ROWID;
 CREATE TABLE sup_keys(key TEXT PRIMARY KEY, copy TEXT NOT NULL, digest TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE entries(key TEXT PRIMARY KEY, digest TEXT NOT NULL, size INTEGER NOT NULL, overflow INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE versions(artifact TEXT PRIMARY KEY, max INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE heads(artifact TEXT PRIMARY KEY, latest INTEGER NOT NULL, reserved_at TEXT, pk TEXT NOT NULL) WITHOUT ROWID;
 `;
@@ -78,6 +82,10 @@ export class Workset {
   private readonly s: Record<string, Stmt>;
   /** Objects whose bytes could not be scanned, with why: an error only if they are referenced. */
   readonly failures = new Map<string, Error>();
+  /** Entries read objects will get, written in batches (scan-objects.ts flushEntries). */
+  readonly pendingEntries: RefIndexEntry[] = [];
+  /** The partitions of the content root's reference-index entries (the item pass keeps their entries). */
+  entryPartitions = new Set<string>();
 
   constructor() {
     this.scratch = openScratch('refscan');
@@ -112,6 +120,8 @@ export class Workset {
       bad: p('UPDATE objects SET bad = ? WHERE key = ?'),
       keep: p('UPDATE objects SET why = COALESCE(why, ?), inner = 2 WHERE key = ?'),
       inner: p('INSERT OR IGNORE INTO inner(key, digest) VALUES (?, ?)'),
+      forget: p('DELETE FROM inner WHERE key = ?'),
+      entry: p('INSERT OR REPLACE INTO entries(key, digest, size, overflow) VALUES (?, ?, ?, ?)'),
       recordedOf: p('SELECT digest FROM recorded WHERE key = ?').pluck(),
     };
   }
@@ -160,7 +170,43 @@ export class Workset {
   /** The digest and the inner digests of an object, once read or taken from its entry (inner: 1). */
   known(key: string, digest: string | undefined, inner?: Iterable<string>, cold = false): void {
     this.s.setObject?.run(digest ?? null, inner ? 1 : 0, cold ? 1 : 0, key);
-    if (inner) for (const d of inner) this.s.inner?.run(key, d);
+    if (!inner) return;
+    // What the bytes name replaces what an (unusable) entry said.
+    this.s.forget?.run(key);
+    for (const d of inner) this.s.inner?.run(key, d);
+  }
+  /** A reference-index entry met in the item pass; its inner digests wait in `inner` until it is found usable. */
+  entry(e: RefIndexEntry): void {
+    this.s.entry?.run(e.key, e.digest, e.size, e.overflow === true || e.digests.length > MAX_INDEXED_DIGESTS ? 1 : 0);
+    this.s.forget?.run(e.key);
+    for (const d of e.digests) this.s.inner?.run(e.key, d);
+  }
+  /**
+   * Takes every usable entry (not overflow, the listing's size, the recorded digest) for its readable
+   * object: digest and inner digests known without a read. Returns how many.
+   */
+  applyEntries(): number {
+    return this.db
+      .prepare(
+        `UPDATE objects INDEXED BY objects_unread SET digest = e.digest, inner = 1 FROM entries e LEFT JOIN recorded r ON r.key = e.key
+         WHERE objects.key = e.key AND objects.cold = 0 AND objects.inner = 0 AND objects.digest IS NULL
+           AND e.overflow = 0 AND e.size = objects.size AND (r.digest IS NULL OR r.digest = e.digest)`,
+      )
+      .run().changes;
+  }
+  /** Cold objects with a usable entry: the caller checks S3's checksum against it. */
+  coldWithEntries(after: string, limit: number): Array<{ key: string; digest: string }> {
+    return this.db
+      .prepare(
+        `SELECT o.key AS key, e.digest AS digest FROM objects o JOIN entries e ON e.key = o.key LEFT JOIN recorded r ON r.key = e.key
+         WHERE o.key > ? AND o.cold = 1 AND o.inner = 0 AND o.digest IS NULL AND e.overflow = 0 AND e.size = o.size
+           AND (r.digest IS NULL OR r.digest = e.digest) ORDER BY o.key LIMIT ?`,
+      )
+      .all(after, limit) as Array<{ key: string; digest: string }>;
+  }
+  /** A cold object whose S3 checksum is its entry's digest: the entry's inner digests stand. */
+  coldKnown(key: string, digest: string | undefined, entryHolds: boolean): void {
+    this.s.setObject?.run(digest ?? null, entryHolds ? 1 : 0, 1, key);
   }
   /** Bytes that do not hash to the digest the items record: fails the scan if the object is referenced. */
   bad(key: string, expected: string): void {

@@ -201,7 +201,11 @@ export async function buildTemplate(work: string, template: string): Promise<Wor
   for (const b of Object.values(BODIES)) bodies.add(sha256(b));
 
   const scan = await scanReferences(ctx);
-  if (!scan.referenced.has(trap)) throw new Error('the namer does not reference the trap');
+  if (!scan.referencedWhy(trap)) throw new Error('the namer does not reference the trap');
+  const referenced: string[] = [];
+  for (const p of ['artifacts/', 'executions/', 'archive/', 'history/segments/'])
+    for await (const o of ctx.content.list(p)) if (scan.referencedWhy(o.key)) referenced.push(o.key);
+  scan.close();
   const ids: WorldIds = {
     draft,
     proposed,
@@ -215,7 +219,7 @@ export async function buildTemplate(work: string, template: string): Promise<Wor
     trap,
     purgeable,
     quarantinable,
-    referenced: [...scan.referenced.keys()].filter((k) => !k.startsWith('provenance/')).sort(),
+    referenced: referenced.sort(),
     bodies: [...bodies].sort(),
     restore,
   };

@@ -82,18 +82,25 @@ describe('retention and reconcile against the GLACIER model (DynamoDB Local + s3
       const scan = await scanReferences(inst.ctx);
       assert.equal(proxy.coldRefusals(), before, 'the scan sent no GET of a cold object');
       assert.ok(scan.stats.coldTrusted >= 2 * 4 + 2, `${scan.stats.coldTrusted} cold objects trusted by checksum`);
-      assert.ok(scan.referenced.has(coldKey), 'archive copies stay referenced');
+      assert.ok(scan.referencedWhy(coldKey), 'archive copies stay referenced');
+      // Issue 17 B13: the archived originals are candidates now (their copies are the references).
+      const candidates = [...scan.candidates()].map((c) => c.key);
       assert.deepEqual(
-        scan.candidates.map((c) => c.key),
+        candidates.filter((k) => k.startsWith('archive/')),
         ['archive/2026/01/ORPHAN/v1/f'],
         'the orphan with a checksum is a candidate; the one without is kept',
       );
-      assert.match(scan.referenced.get('archive/2026/01/NOSUM/v1/f') ?? '', /without an S3 checksum/);
+      assert.equal(candidates.filter((k) => k.startsWith(`artifacts/${id}/`)).length, 8, 'four versions: content and metadata');
+      assert.match(scan.referencedWhy('archive/2026/01/NOSUM/v1/f') ?? '', /without an S3 checksum/);
+      scan.close();
 
       const retention = new ArtifactRetention(inst.ctx.items, inst.ctx.content, { clock: inst.ctx.clock });
       try {
         const result = await retention.run(await epochOf(inst.ctx), 'QUARANTINE', host(inst.ctx, { restore }));
-        assert.deepEqual(result.observed, ['archive/2026/01/ORPHAN/v1/f']);
+        assert.deepEqual(
+          result.observed.filter((k) => k.startsWith('archive/')),
+          ['archive/2026/01/ORPHAN/v1/f'],
+        );
       } finally {
         await retention.close();
       }

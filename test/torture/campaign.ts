@@ -620,7 +620,7 @@ async function reclaimOrphans(
     const obs = await ctx.items.get(observationKey(contentRootId(ctx.content.location), key, ctx.layout.index_shards), {
       consistent: true,
     });
-    const why = scan.referenced.get(key) ?? `unreferenced, observation ${String(obs?.state ?? 'none')}`;
+    const why = scan.referencedWhy(key) ?? `unreferenced, observation ${String(obs?.state ?? 'none')}`;
     bump(
       kept,
       why
