@@ -17,12 +17,22 @@ import { IntegrityError, InvalidInput } from './errors.ts';
 export const SCAN_CHUNK_BYTES = 64 * 1024;
 /** A match is 71 bytes; keeping the last 70 of a chunk finds one that straddles the boundary. */
 const CARRY = 'sha256:'.length + 64 - 1;
-const PATTERN = /sha256:[0-9a-f]{64}/g;
 export const MAX_DECOMPRESSED_BYTES = 1024 * 1024 * 1024;
 
-/** Collects digests from chunks of any size, re-cut to 64 KiB reads. */
+const NEEDLE = Buffer.from('sha256:', 'latin1');
+const HEX_LEN = 64;
+/** Byte → whether it is a lowercase hex digit (the pattern's [0-9a-f]). */
+const IS_HEX = new Uint8Array(256);
+for (const c of Buffer.from('0123456789abcdef', 'latin1')) IS_HEX[c] = 1;
+
+/**
+ * Collects digests from chunks of any size, re-cut to 64 KiB reads. Finds what /sha256:[0-9a-f]{64}/g
+ * finds over the whole stream (a match cannot overlap another: hex digits hold no "s"), by a native
+ * search for "sha256:" and a check of the 64 bytes after it. A match cut by a read's end starts in the
+ * last 70 bytes, which are carried and searched again joined to the next read's first 70.
+ */
 export class DigestScanner {
-  private carry = '';
+  private carry: Buffer = Buffer.alloc(0);
   bytes = 0;
 
   /** `found` may be shared with another scanner (a gzip object's raw and decompressed bytes). */
@@ -32,11 +42,28 @@ export class DigestScanner {
     for (let off = 0; off < chunk.length; off += SCAN_CHUNK_BYTES) {
       const part = chunk.subarray(off, Math.min(chunk.length, off + SCAN_CHUNK_BYTES));
       this.bytes += part.length;
-      // latin1 maps every byte to one code unit, so offsets and the ASCII pattern stay exact.
-      const text = this.carry + part.toString('latin1');
-      PATTERN.lastIndex = 0;
-      for (let m = PATTERN.exec(text); m; m = PATTERN.exec(text)) this.found.add(m[0]);
-      this.carry = text.slice(-CARRY);
+      if (this.carry.length > 0) {
+        // Only matches starting in the carried tail: those inside `part` are found below.
+        const joint = Buffer.concat([this.carry, part.subarray(0, CARRY)]);
+        this.search(joint, this.carry.length);
+      }
+      this.search(part, part.length);
+      // Copied: the caller may reuse its buffer.
+      this.carry =
+        part.length >= CARRY
+          ? Buffer.from(part.subarray(part.length - CARRY))
+          : Buffer.from(Buffer.concat([this.carry, part]).subarray(-CARRY));
+    }
+  }
+
+  /** Adds every complete match in `buf` that starts before `startsBefore`. */
+  private search(buf: Buffer, startsBefore: number): void {
+    for (let at = buf.indexOf(NEEDLE); at >= 0 && at < startsBefore; at = buf.indexOf(NEEDLE, at + 1)) {
+      const end = at + NEEDLE.length + HEX_LEN;
+      if (end > buf.length) return;
+      let hex = true;
+      for (let i = at + NEEDLE.length; i < end && hex; i++) hex = IS_HEX[buf[i] as number] === 1;
+      if (hex) this.found.add(buf.toString('latin1', at, end));
     }
   }
 }

@@ -84,6 +84,14 @@ describe('reference scanner (push form)', () => {
     assert.deepEqual([...found], [d]);
   });
 
+  test('pushed one byte at a time, every digest is still found (the carry across reads shorter than a match)', async () => {
+    const ds = [digestOf('one'), digestOf('two'), digestOf('three')];
+    const data = Buffer.from(`x${ds[0]}${ds[1]}sha256:${'a'.repeat(63)} ${ds[2]}`);
+    const s = new ReferenceScanner();
+    for (let i = 0; i < data.length; i++) await s.push(data.subarray(i, i + 1));
+    assert.deepEqual([...(await s.finish())].sort(), [...ds].sort());
+  });
+
   test('past maxDigests the scan reports overflow (and stops collecting)', async () => {
     const many = Array.from({ length: 50 }, (_, i) => digestOf(`d${i}`)).join('\n');
     const { found, scanner } = await pushed(Buffer.from(many), [100, 2000], { maxDigests: 10 });
