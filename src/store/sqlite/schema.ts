@@ -80,7 +80,7 @@ function migrateToV3(db: Database.Database): void {
   db.prepare("DELETE FROM alp_meta WHERE name = 'wseq'").run();
   // The log starts after version 2's counter: its marks (≤ counter) stay answerable or fall before it.
   if (db.prepare('SELECT 1 FROM alp_changes LIMIT 1').get() === undefined) {
-    db.prepare("INSERT INTO alp_changes (seq, at, n, keys) VALUES (?, ?, 0, '[]')").run(Number(counter) + 1, Date.now());
+    db.prepare("INSERT INTO alp_changes (seq, at, n, keys) VALUES (?, 0, 0, '[]')").run(Number(counter) + 1);
   }
   db.pragma(`user_version = ${SCHEMA_VERSION}`);
 }
