@@ -285,8 +285,14 @@ export class ArtifactRetention {
     }
     const approved = d.approval as RetentionApproval;
     if (d.action === 'QUARANTINE') {
-      await quarantine(m, keep, { at: ctx.clock.now().toISOString(), digest: s.digest, approved });
-      result.quarantined = keep.map((o) => o.key);
+      try {
+        await quarantine(m, keep, { at: ctx.clock.now().toISOString(), digest: s.digest, approved }, result);
+      } catch (e) {
+        if (!(e instanceof ObservationsChanged)) throw e;
+        const reason = `the observations changed since the plan (another retention run committed): run \`alp retention plan\` again (${e.message})`;
+        await journal(ctx, m, j, { status: 'REFUSED', reason, quarantined: result.quarantined.length });
+        return { ...result, status: 'REFUSED', reason };
+      }
     } else {
       for (const o of keep) await purgeOne(ctx, m, o, { planDigest: s.digest, approval: approved, pins: s.pins }, result);
     }

@@ -102,27 +102,42 @@ async function commitUpdates(s: PlanSession, m: MaintenanceCommitter, out: ActOu
   if (ops.length) await m.commit(ops);
 }
 
-/** GRACE → QUARANTINED for every chosen observation, under the approval, in batches. */
+/**
+ * GRACE → QUARANTINED for every chosen observation, under the approval, in batches (each key listed in
+ * `out.quarantined` once its batch committed). ObservationsChanged when one is no longer the GRACE
+ * observation the plan chose (another run changed it after the plan).
+ */
 export async function quarantine(
   m: MaintenanceCommitter,
   chosen: Observation[],
   { at, digest, approved }: { at: string; digest: string; approved: RetentionApproval },
+  out: ActOutcome,
 ): Promise<void> {
-  const q: TransactOp[] = chosen.map((o) => ({
-    op: 'update',
-    key: keyOfObservation(o),
-    update: {
-      set: {
-        state: 'QUARANTINED',
-        quarantined_at: at,
-        plan_digest: digest,
-        approved_by: approved.principal,
-        evidence_ref: approved.evidence_ref,
+  for (let i = 0; i < chosen.length; i += BATCH) {
+    const batch = chosen.slice(i, i + BATCH);
+    const ops: TransactOp[] = batch.map((o) => ({
+      op: 'update',
+      key: keyOfObservation(o),
+      update: {
+        set: {
+          state: 'QUARANTINED',
+          quarantined_at: at,
+          plan_digest: digest,
+          approved_by: approved.principal,
+          evidence_ref: approved.evidence_ref,
+        },
       },
-    },
-    condition: cond.and(cond.eq('state', 'GRACE'), cond.eq('digest', o.digest)),
-  }));
-  for (let i = 0; i < q.length; i += BATCH) await m.commit(q.slice(i, i + BATCH));
+      condition: cond.and(cond.eq('state', 'GRACE'), cond.eq('digest', o.digest)),
+    }));
+    try {
+      await m.commit(ops);
+    } catch (e) {
+      if (e instanceof ConditionFailed)
+        throw new ObservationsChanged(`${batch[e.failedIndex ?? 0]?.key ?? '?'} is no longer the observation the plan chose`);
+      throw e;
+    }
+    for (const o of batch) out.quarantined.push(o.key);
+  }
 }
 
 /** PREPARED (with the pins in force) before touching bytes; verify the digest; delete durably; then PURGED. */
@@ -149,25 +164,37 @@ export async function purgeOne(
   }
   // A retried PREPARED record keeps the pins of its first attempt and adds this run's.
   const inForce = normalisePins(o.pins, pins);
-  await m.commit([
-    o.state === 'PREPARED'
-      ? { op: 'update', key, update: { set: { pins: inForce } }, condition: cond.eq('state', 'PREPARED') }
-      : {
-          op: 'update',
-          key,
-          update: {
-            set: {
-              state: 'PREPARED',
-              prepared_at: at(),
-              plan_digest: planDigest,
-              approved_by: approval.principal,
-              evidence_ref: approval.evidence_ref,
-              pins: inForce,
+  const prepared = await m
+    .commit([
+      o.state === 'PREPARED'
+        ? { op: 'update', key, update: { set: { pins: inForce } }, condition: cond.eq('state', 'PREPARED') }
+        : {
+            op: 'update',
+            key,
+            update: {
+              set: {
+                state: 'PREPARED',
+                prepared_at: at(),
+                plan_digest: planDigest,
+                approved_by: approval.principal,
+                evidence_ref: approval.evidence_ref,
+                pins: inForce,
+              },
             },
+            condition: cond.and(cond.eq('state', 'QUARANTINED'), cond.eq('digest', o.digest)),
           },
-          condition: cond.and(cond.eq('state', 'QUARANTINED'), cond.eq('digest', o.digest)),
-        },
-  ]);
+    ])
+    .then(
+      () => true,
+      (e: unknown) => {
+        if (e instanceof ConditionFailed) return false;
+        throw e;
+      },
+    );
+  if (!prepared) {
+    out.skipped.push({ key: o.key, reason: 'its observation changed since the plan (another run): not purged' });
+    return;
+  }
   if (actual !== undefined) await unlinkUnpinned(ctx.content, o.key, o.digest, new Set(inForce));
   try {
     await m.commit([{ op: 'update', key, update: { set: { state: 'PURGED', purged_at: at() } }, condition: cond.eq('state', 'PREPARED') }]);

@@ -15,6 +15,7 @@ import { startExecution, uploadOutput } from '../../src/lifecycle/executions.ts'
 import { propose } from '../../src/lifecycle/transitions.ts';
 import { localTrustedHost } from '../../src/retention/host.ts';
 import { addPin } from '../../src/retention/pins.ts';
+import { retentionStatus } from '../../src/retention/report.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
 import type { TransactOp } from '../../src/store/item-store.ts';
 import { readFence } from '../../src/system/fence.ts';
@@ -53,6 +54,10 @@ export function shortFenceSuite(engine: Engine): void {
       await run(i, 'QUARANTINE', { restore });
       i.ctx.clock.advance(7 * DAY_MS);
     };
+    const retentionStatusOf = async (i: RetentionInstallation) =>
+      ((await retentionStatus(i.ctx)).recent_runs as Array<{ status: string; action: string }>)
+        .filter((r) => r.action === 'QUARANTINE')
+        .slice(0, 2);
     const toPurgeable = async (i: RetentionInstallation, restore: string) => {
       await graceDone(i, restore);
       await run(i, 'QUARANTINE', { restore });
@@ -160,6 +165,29 @@ export function shortFenceSuite(engine: Engine): void {
       const done = await run(i, 'QUARANTINE', { restore }, again.plan_digest);
       assert.deepEqual(done.quarantined, ['artifacts/d/v1/a']);
       assert.deepEqual(done.reset, ['artifacts/d/v1/c']);
+    });
+
+    it('a competing run that committed between the plan and the fence makes the plan stale: REFUSED, journaled, nothing acted on twice', async () => {
+      const i = await fresh();
+      const restore = await i.verifiedRestore();
+      await orphan(i, 'artifacts/c/v1/a', 'a');
+      await graceDone(i, restore);
+      let inner: Awaited<ReturnType<typeof run>> | undefined;
+      const outer = await run(i, 'QUARANTINE', {
+        restore,
+        beforeFence: async () => {
+          inner = await run(i, 'QUARANTINE', { restore });
+        },
+      });
+      assert.deepEqual(inner?.quarantined, ['artifacts/c/v1/a']);
+      assert.equal(outer.status, 'REFUSED');
+      assert.match(outer.reason as string, /observations changed since the plan/);
+      assert.deepEqual(outer.quarantined, []);
+      const status = await retentionStatusOf(i);
+      assert.deepEqual(
+        status.map((r) => r.status),
+        ['REFUSED', 'DONE'],
+      );
     });
 
     it('a publisher is refused only while the fence is held (not during the plan); fence_ms is reported; retention fences readers too', async () => {
