@@ -52,7 +52,7 @@ async function review(
     const key = keyOfObservation(o);
     const present = scan.object(o.key) !== undefined;
     // A key-only reference fails closed like a digest reference (issue 17 B10): the key is named again.
-    const why = scan.referencedWhy(o.key) ?? (!present ? scan.digestWhy(o.digest) : undefined);
+    const why = scan.referencedWhy(o.key) ?? (!present ? scan.digestWhy(o.digest, o.key) : undefined);
     if (why && !present) {
       throw new IntegrityError(
         `${o.key} (${o.digest}) is referenced again (${why}) but its interrupted purge removed the bytes; restore them before releasing the fence`,

@@ -147,9 +147,10 @@ export async function noteBackup(ws: Workset, item: Item): Promise<void> {
       }
       stageStrings(ws, `${scope}|${i.PK}`, i, why);
     });
-    // Quarantined objects ride in backups (seed 004) without becoming references to themselves.
+    // Quarantined objects ride in backups (seed 004) without becoming references to themselves, and so
+    // do archived originals a manifest lists beside their copies (flagged `superseded`, B13).
     await inBatches(ws, backup.objects(), (o) => {
-      if (!o.retained) ws.stage(scope, 't', o.key, why, o.digest);
+      if (!o.retained && (o as { superseded?: boolean }).superseded !== true) ws.stage(scope, 't', o.key, why, o.digest);
     });
   } catch (e) {
     throw unreadableBackup(id, String(item.location), String(item.status), e);
