@@ -231,6 +231,7 @@ describe('SQLite change marks and segments: the change log', () => {
       assert.doesNotMatch(p, /SCAN i\b|SCAN items/);
     }
     assert.match(plan(CHANGE_SQL.keysAfter, 1), /SEARCH alp_changes USING INTEGER PRIMARY KEY \(rowid>\?\)/);
+    for (const sql of [CHANGE_SQL.oldest, CHANGE_SQL.newest]) assert.doesNotMatch(plan(sql), /SCAN/, 'a mark reads one end of the log');
     assert.match(plan(SCAN_SQL.segNext, 'a', 'b', 0, 9, 5), /SEARCH items USING PRIMARY KEY \(\(PK,SK\)>\(\?,\?\)\)/);
     for (const sql of Object.values(SCAN_SQL)) assert.doesNotMatch(plan(sql, ...Array(sql.split('?').length - 1).fill(0)), /TEMP B-TREE/);
     await store.close();

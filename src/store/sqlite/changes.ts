@@ -40,7 +40,9 @@ type SeqRow = Row & { W: number };
 /** The statements of change scans (test/store/sqlite-changes.test.ts checks their plans). */
 export const CHANGE_SQL = {
   keysAfter: 'SELECT coalesce(sum(n), 0) AS n FROM alp_changes WHERE seq > ?',
-  bounds: 'SELECT min(seq) AS lo, max(seq) AS hi FROM alp_changes',
+  // Apart: SQLite answers a lone min() or max() of the rowid from one end of the b-tree, both at once by a scan.
+  oldest: 'SELECT min(seq) AS seq FROM alp_changes',
+  newest: 'SELECT max(seq) AS seq FROM alp_changes',
   changed: changedSql(false),
   changedSegment: changedSql(true),
 };
@@ -82,7 +84,8 @@ export class ChangeLog {
     const db = this.db;
     return {
       append: db.prepare<[number, number, string]>('INSERT INTO alp_changes (at, n, keys) VALUES (?, ?, ?)'),
-      bounds: db.prepare<[], { lo: number | null; hi: number | null }>(CHANGE_SQL.bounds),
+      oldest: db.prepare<[], { seq: number | null }>(CHANGE_SQL.oldest),
+      newest: db.prepare<[], { seq: number | null }>(CHANGE_SQL.newest),
       keysAfter: db.prepare<[number], { n: number }>(CHANGE_SQL.keysAfter),
       head: db.prepare<[number], { seq: number; at: number }>('SELECT seq, at FROM alp_changes ORDER BY seq LIMIT ?'),
       prune: db.prepare<[number]>('DELETE FROM alp_changes WHERE seq < ?'),
@@ -113,7 +116,7 @@ export class ChangeLog {
   }
 
   mark(): string {
-    return `sqlite:${this.instance}:${this.stmts?.bounds.get()?.hi ?? 0}`;
+    return `sqlite:${this.instance}:${this.head()}`;
   }
 
   scanChangedSince(mark: string, opts: ScanOptions): Page {
@@ -134,14 +137,15 @@ export class ChangeLog {
   }
 
   private head(): number {
-    return this.stmts?.bounds.get()?.hi ?? 0;
+    return this.stmts?.newest.get()?.seq ?? 0;
   }
 
   /** Whether every write after `since` is in the log, and they are not too many to group. */
   private answerable(since: number): boolean {
-    const b = this.stmts?.bounds.get();
-    if (!this.stmts || !b || b.lo === null || b.hi === null) return false;
-    if (since < b.lo - 1 || since > b.hi) return false;
+    const lo = this.stmts?.oldest.get()?.seq;
+    const hi = this.stmts?.newest.get()?.seq;
+    if (!this.stmts || typeof lo !== 'number' || typeof hi !== 'number') return false;
+    if (since < lo - 1 || since > hi) return false;
     return (this.stmts.keysAfter.get(since)?.n ?? 0) <= this.o.maxChangedKeys;
   }
 
@@ -158,10 +162,13 @@ export class ChangeLog {
     if (after && (stmts.keysAfter.get(since)?.n ?? 0) > 4 * this.o.maxChangedKeys)
       return this.full(scope, seg, limit, this.head(), undefined);
     const from = after ?? { W: since, PK: '', SK: '' };
+    // A key whose last write is at or after the cursor's seq appears in a row at or after it: the
+    // rows before it need no grouping, so each page groups only the log from its cursor on.
+    const rowsAfter = Math.max(since, from.W - 1);
     const range = seg ? hashRange(seg) : undefined;
     const rows = range
-      ? stmts.changedSegment.all(since, from.W, from.PK, from.SK, range.lo, range.hi, limit + 1)
-      : stmts.changed.all(since, from.W, from.PK, from.SK, limit + 1);
+      ? stmts.changedSegment.all(rowsAfter, from.W, from.PK, from.SK, range.lo, range.hi, limit + 1)
+      : stmts.changed.all(rowsAfter, from.W, from.PK, from.SK, limit + 1);
     return page(rows, limit, (item, row) =>
       encodeCursor({
         pk: scope,
