@@ -25,36 +25,21 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { openContentStore } from '../content/open.ts';
 import type { Digest } from '../core/digest.ts';
-import { ArchivedCold, ConditionFailed, Conflict, IntegrityError, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
+import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { fsyncDir } from '../core/fsync.ts';
 import { newId } from '../core/ids.ts';
-import { forEachLimited } from '../core/limit.ts';
-import { isImmutableKey } from '../core/object-keys.ts';
 import { processAlive } from '../core/process.ts';
-import { refsOfItem } from '../lifecycle/references.ts';
 import type { Progress } from '../lifecycle/verify-content.ts';
-import { cond, type Item, type ItemKey, type ItemSnapshot, type TransactOp } from '../store/item-store.ts';
+import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import { BACKUP_REGISTRY, backupRegistryKey } from '../system/backups.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { type FenceInfo, fenceCheck, readFence, withMaintenance } from '../system/fence.ts';
 import { readInstallation } from '../system/installation.ts';
-import { INITIAL_EPOCH, readEpoch, systemFactsOf } from '../system/state.ts';
-import {
-  BACKUP_FORMAT,
-  type BackupFileInfo,
-  type BackupManifest,
-  type BackupObject,
-  CONTENT_DIR,
-  ITEMS_FILE,
-  isNeverBackedUp,
-  JsonLinesWriter,
-  MANIFEST_FILE,
-  manifestDigest,
-  OBJECTS_FILE,
-  openBackup,
-} from './backup-format.ts';
+import { readEpoch } from '../system/state.ts';
+import { copyContent, type Exported, exportItems } from './backup-export.ts';
+import { BACKUP_FORMAT, type BackupManifest, MANIFEST_FILE, manifestDigest, openBackup } from './backup-format.ts';
+import { ObjectSet } from './object-set.ts';
 
 /** Progress by phase: `items` (no total known), `content` (objects to copy). */
 export type PhaseProgress = (phase: string, total?: number) => Progress;
@@ -134,6 +119,7 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
   }
   const progress = opts.progress ?? noProgress;
   let renamed = false;
+  const objects = new ObjectSet('backup-objects');
   try {
     const takenAt = ctx.clock.now().toISOString();
     const snapshot = await ctx.items.snapshot({ dir: partial });
@@ -141,7 +127,14 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
     try {
       // A point-in-time copy is of the instant it was taken; a fenced scan is of the time it runs.
       const read = () =>
-        exportItems(snapshot, partial, registryKey, snapshot.pointInTime ? takenAt : ctx.clock.now().toISOString(), progress('items'));
+        exportItems(
+          snapshot,
+          partial,
+          registryKey,
+          snapshot.pointInTime ? takenAt : ctx.clock.now().toISOString(),
+          progress('items'),
+          objects,
+        );
       if (snapshot.pointInTime) exported = await read();
       else {
         // A live scan is consistent only while no publisher commits: read it under the fence.
@@ -156,7 +149,7 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
       throw new Conflict(`the snapshot names installation ${String(exported.installationId)}, not ${installation.installation_id}`);
     }
     let content: BackupManifest['content'];
-    if (opts.withContent) content = await copyContent(ctx, partial, exported.objects, progress, opts.concurrency ?? 4);
+    if (opts.withContent) content = await copyContent(ctx, partial, objects, progress, opts.concurrency ?? 4);
     const body: Omit<BackupManifest, 'manifest_digest'> = {
       format: BACKUP_FORMAT,
       backup_id: backupId,
@@ -200,6 +193,8 @@ export async function createBackup(ctx: ServiceContext, opts: BackupOptions): Pr
       )
       .catch(() => {});
     throw e;
+  } finally {
+    objects.close();
   }
 }
 
@@ -349,133 +344,6 @@ export async function retireBackup(ctx: ServiceContext, backupId: string, by: st
 
 function partialDir(b: BackupRecord): string {
   return path.join(path.dirname(b.location), `.${path.basename(b.location)}.partial-${b.backup_id}`);
-}
-
-interface Exported {
-  items: BackupFileInfo;
-  objectsFile: BackupFileInfo & { total_size: number; mutable: number };
-  objects: BackupObject[];
-  epoch: number;
-  installationId: string | undefined;
-  restoreHeld: boolean;
-  snapshotAt: string;
-  excluded: string[];
-}
-
-async function exportItems(snapshot: ItemSnapshot, dir: string, own: ItemKey, snapshotAt: string, progress: Progress): Promise<Exported> {
-  const writer = await JsonLinesWriter.create(path.join(dir, ITEMS_FILE));
-  const refs = new Map<string, BackupObject>();
-  const excluded: string[] = [];
-  let epoch = INITIAL_EPOCH;
-  let installationId: string | undefined;
-  let restoreHeld = false;
-  try {
-    let cursor: string | undefined;
-    do {
-      const page = await snapshot.scan(cursor ? { cursor } : {});
-      for (const item of page.items) {
-        const facts = systemFactsOf(item);
-        if (facts.restoreHeld) restoreHeld = true;
-        if (facts.epoch !== undefined) epoch = facts.epoch;
-        if (facts.installationId !== undefined) installationId = facts.installationId;
-        if (isNeverBackedUp(item) || (item.PK === own.PK && item.SK === own.SK)) {
-          excluded.push(`${item.PK} ${item.SK}`);
-          continue;
-        }
-        await writer.write(item);
-        for (const r of refsOfItem(item)) {
-          if (refs.has(r.key)) continue;
-          refs.set(r.key, {
-            key: r.key,
-            digest: r.digest,
-            ...(r.size !== undefined ? { size: r.size } : {}),
-            ...(isImmutableKey(r.key) ? {} : { mutable: true as const }),
-            ...(r.retained ? { retained: true as const } : {}),
-          });
-        }
-      }
-      progress.tick?.(page.items.length);
-      cursor = page.cursor;
-    } while (cursor);
-  } catch (e) {
-    await writer.abort();
-    throw e;
-  }
-  const items = await writer.finish();
-  const objects = [...refs.values()].sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
-  const ow = await JsonLinesWriter.create(path.join(dir, OBJECTS_FILE));
-  let totalSize = 0;
-  let mutable = 0;
-  for (const o of objects) {
-    await ow.write(o);
-    totalSize += o.size ?? 0;
-    if (o.mutable) mutable++;
-  }
-  const objectsFile = { ...(await ow.finish()), total_size: totalSize, mutable };
-  return { items, objectsFile, objects, epoch, installationId, restoreHeld, snapshotAt, excluded };
-}
-
-/** Copies every immutable object into DIR/content through the verifying read path. */
-async function copyContent(
-  ctx: ServiceContext,
-  dir: string,
-  objects: BackupObject[],
-  progress: PhaseProgress,
-  concurrency: number,
-): Promise<NonNullable<BackupManifest['content']>> {
-  const target = await openContentStore({ engine: 'fs', root: path.join(dir, CONTENT_DIR) });
-  const list = objects.filter((o) => !o.mutable);
-  const sameBytes = keysByDigest(list);
-  const bar = progress('content', list.length);
-  let bytes = 0;
-  try {
-    await forEachLimited(list, concurrency, async (o) => {
-      let stream: Awaited<ReturnType<typeof ctx.content.get>>;
-      try {
-        stream = await readSameBytes(ctx, o, sameBytes.get(o.digest) ?? []);
-      } catch (e) {
-        if (e instanceof NotFound)
-          throw new IntegrityError(`cannot back up ${o.key}: the object is missing from the content store`, { key: o.key });
-        throw e;
-      }
-      const put = await target.put(o.key, stream, { expectedDigest: o.digest });
-      bytes += put.size;
-      bar.tick?.(1);
-    });
-  } finally {
-    await target.close();
-  }
-  return { dir: CONTENT_DIR, count: list.length, bytes };
-}
-
-function keysByDigest(objects: readonly BackupObject[]): Map<string, BackupObject[]> {
-  const out = new Map<string, BackupObject[]>();
-  for (const o of objects) out.set(o.digest, [...(out.get(o.digest) ?? []), o]);
-  return out;
-}
-
-/**
- * A verified read of `o`'s bytes. A cold archive copy (GLACIER: real S3 refuses to read it until it is
- * restored) is read from another referenced object with the same digest — its original, which archive
- * leaves in place — since the digest check makes any key with that digest the same bytes. Without one,
- * ARCHIVED_COLD: restore the copy, then back up again.
- */
-async function readSameBytes(ctx: ServiceContext, o: BackupObject, same: readonly BackupObject[]) {
-  const opts = o.size === undefined ? {} : { expectedSize: o.size };
-  try {
-    return await ctx.content.get(o.key, o.digest, opts);
-  } catch (e) {
-    if (!(e instanceof ArchivedCold)) throw e;
-    for (const alt of same) {
-      if (alt.key === o.key) continue;
-      try {
-        return await ctx.content.get(alt.key, o.digest, opts);
-      } catch (inner) {
-        if (!(inner instanceof ArchivedCold) && !(inner instanceof NotFound)) throw inner;
-      }
-    }
-    throw e;
-  }
 }
 
 /** The backup registry, newest first (base table: SYS#installation / BACKUP#…). */

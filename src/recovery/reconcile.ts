@@ -20,43 +20,34 @@
  * it is VERIFIED and of this installation, and in one transaction records the activation, deletes the
  * hold and advances the epoch (leases and fences stamped with the backup's epoch are stale from then on).
  */
-import { checkAuditCounter } from '../audit/counter.ts';
-import { type ChainReport, verifyArtifactAudit } from '../audit/verify.ts';
-import { listAll } from '../content/content-store.ts';
 import { ConditionFailed, Conflict, Forbidden, IntegrityError, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { reconcileKey, restorePk } from '../core/keys.ts';
-import { forEachLimited } from '../core/limit.ts';
-import { IMMUTABLE_PREFIXES, isImmutableKey } from '../core/object-keys.ts';
 import type { Principal } from '../lifecycle/model.ts';
-import { provenanceArtifactId, publishProvenanceDocument } from '../lifecycle/provenance.ts';
-import type { ObjectRef } from '../lifecycle/references.ts';
-import { refsOfItem } from '../lifecycle/references.ts';
-import { type Progress, type VerifyReport, verifyObjects } from '../lifecycle/verify-content.ts';
-import { cond, type Item, type ItemKey, type TransactOp } from '../store/item-store.ts';
+import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, fenceCheck } from '../system/fence.ts';
 import { INSTALLATION_ROW, installationIsCheck, readInstallation } from '../system/installation.ts';
 import { activationKey } from '../system/restore-proof.ts';
 import { clearRestoreHoldOp, epochAdvanceOps, readEpoch } from '../system/state.ts';
-import { stateKey } from '../telemetry/queue.ts';
 import type { PhaseProgress } from './backup.ts';
-import { isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
+import {
+  checkHeldRestore,
+  FindingList,
+  type ReconcileFinding,
+  type RestoreSummary,
+  scanBaseTable,
+  unexpectedObjects,
+  verifyChains,
+  verifyObjectsPaged,
+} from './reconcile-scan.ts';
 import { heldRestore, type RestoreRecord, restoreKey } from './restore.ts';
 
 export type ReconcileStatus = 'VERIFIED' | 'FAILED';
 
 export { activationKey } from '../system/restore-proof.ts';
 
-export interface ReconcileFinding {
-  kind: 'object' | 'derived' | 'audit' | 'restore' | 'item' | 'unexpected';
-  problem: string;
-  key?: string;
-  digest?: string;
-  source?: string;
-  row?: string;
-  detail: string;
-}
+export { MAX_REPORTED_FINDINGS, type ReconcileFinding, verifyInBatches } from './reconcile-scan.ts';
 
 export interface ReconcileReport {
   reconcile_id: string;
@@ -71,14 +62,19 @@ export interface ReconcileReport {
   derived: { checked: number; mismatched: number };
   audit: { artifacts: number; entries: number; broken: number; findings: number };
   unexpected: { count: number };
-  restore: { status: string; items_expected: number; items_missing: number | null; backup_readable: boolean } | null;
-  /** Every finding (the persisted copy keeps the first MAX_PERSISTED_FINDINGS). */
+  restore: RestoreSummary;
+  /**
+   * The findings in order, at most MAX_REPORTED_FINDINGS of them (bounded memory: a flood of missing
+   * or unexpected objects is counted in full, in `findings_total` and the counts above, not listed);
+   * the persisted copy keeps the first MAX_PERSISTED_FINDINGS.
+   */
   findings: ReconcileFinding[];
+  /** How many findings there were, listed or not. */
+  findings_total: number;
   persisted: boolean;
 }
 
 export const MAX_PERSISTED_FINDINGS = 100;
-const MAX_DETAIL = 300;
 
 export interface ReconcileOptions {
   actor: string;
@@ -102,58 +98,65 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
   const installation = await readInstallation(ctx);
   await assertNotFenced(ctx);
   const held = await heldRestore(ctx);
-  const findings: ReconcileFinding[] = preconditionFindings(Boolean(installation), held);
+  const findings = new FindingList();
+  findings.push(...preconditionFindings(Boolean(installation), held));
 
-  // The listing (for unexpected objects) waits on the content store, not on the CPU: it runs meanwhile.
-  const listing = listImmutable(ctx);
-  listing.catch(() => {});
+  const scan = await scanBaseTable(ctx, progress('scan'), findings);
+  try {
+    const restoreSummary = await checkHeldRestore(ctx, held?.record, scan.refs, findings);
+    const concurrency = Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY);
+    // Objects and audit chains are verified side by side: the chains' reads fill the objects' I/O waits.
+    const objectFindings = new FindingList();
+    const auditList = new FindingList();
+    const [objects, audit] = await Promise.all([
+      verifyObjectsPaged(
+        ctx,
+        scan.refs,
+        concurrency,
+        (opts.progress ?? noProgress)('objects', scan.refs.size('verified')),
+        Boolean(held),
+        objectFindings,
+      ),
+      verifyChains(ctx, scan.artifacts, Math.max(1, concurrency >> 1), auditList),
+    ]);
+    findings.append(objectFindings);
+    findings.append(auditList);
+    // Unexpected objects (report only), the listing streamed against the set of named keys.
+    progress('listing');
+    const unexpected = await unexpectedObjects(ctx, scan.refs, findings);
 
-  const scan = await scanBaseTable(ctx, progress('scan'));
-  findings.push(...scan.conflicts);
-  const { restoreSummary, extraRefs } = await checkHeldRestore(ctx, held?.record, scan.refs, findings);
-
-  const all = [...scan.refs.values(), ...extraRefs];
-  const objects = await verifyObjectsAndChains(ctx, all, scan.artifacts, opts, Boolean(held), findings);
-  const audit = await auditFindings(ctx, objects.chains, findings);
-
-  // Unexpected objects (report only).
-  progress('listing');
-  const named = new Set(all.map((r) => r.key));
-  const unexpectedList = (await listing).filter((o) => !named.has(o.key));
-  for (const o of unexpectedList)
-    findings.push({ kind: 'unexpected', problem: 'unexpected', key: o.key, detail: `${o.size} bytes that no item names` });
-
-  const failing = findings.filter((f) => f.kind !== 'derived' && f.kind !== 'unexpected');
-  const status: ReconcileStatus = failing.length === 0 && installation ? 'VERIFIED' : 'FAILED';
-  const { verified, derivedReport, immutable, derived } = objects;
-  const count = (p: string) => verified.findings.filter((f) => f.problem === p).length;
-  const report: ReconcileReport = {
-    reconcile_id: reconcileId,
-    status,
-    installation_id: installation?.installation_id ?? null,
-    restore_id: held?.restoreId ?? null,
-    started_at: startedAt,
-    finished_at: ctx.clock.now().toISOString(),
-    by: opts.actor,
-    items: scan.itemCount,
-    objects: {
-      referenced: immutable.length,
-      verified: verified.ok,
-      bytes: verified.bytes,
-      missing: count('missing'),
-      corrupt: count('corrupt'),
-      errors: count('error'),
-      conflicts: scan.conflicts.length,
-    },
-    derived: { checked: derived.length, mismatched: derivedReport.findings.length + derivedReport.stale.length },
-    audit: { artifacts: scan.artifacts.size, ...audit },
-    unexpected: { count: unexpectedList.length },
-    restore: restoreSummary,
-    findings,
-    persisted: false,
-  };
-  report.persisted = await persist(ctx, report, held?.record);
-  return report;
+    const status: ReconcileStatus = findings.failing === 0 && installation ? 'VERIFIED' : 'FAILED';
+    const report: ReconcileReport = {
+      reconcile_id: reconcileId,
+      status,
+      installation_id: installation?.installation_id ?? null,
+      restore_id: held?.restoreId ?? null,
+      started_at: startedAt,
+      finished_at: ctx.clock.now().toISOString(),
+      by: opts.actor,
+      items: scan.itemCount,
+      objects: {
+        referenced: objects.referenced,
+        verified: objects.verified,
+        bytes: objects.bytes,
+        missing: objects.missing,
+        corrupt: objects.corrupt,
+        errors: objects.errors,
+        conflicts: scan.conflicts,
+      },
+      derived: { checked: objects.derivedChecked, mismatched: objects.derivedMismatched },
+      audit: { artifacts: scan.artifacts.count, ...audit },
+      unexpected: { count: unexpected },
+      restore: restoreSummary,
+      findings: findings.kept,
+      findings_total: findings.total,
+      persisted: false,
+    };
+    report.persisted = await persist(ctx, report, held?.record);
+    return report;
+  } finally {
+    scan.close();
+  }
 }
 
 type Held = Awaited<ReturnType<typeof heldRestore>>;
@@ -182,231 +185,7 @@ function preconditionFindings(hasInstallation: boolean, held: Held): ReconcileFi
   return findings;
 }
 
-interface TableScan {
-  refs: Map<string, ObjectRef>;
-  /** A key named with two digests. */
-  conflicts: ReconcileFinding[];
-  artifacts: Set<string>;
-  itemCount: number;
-}
-
-/** One pass over the base table: references, artifacts, item count. */
-async function scanBaseTable(ctx: ServiceContext, bar: Progress): Promise<TableScan> {
-  const out: TableScan = { refs: new Map(), conflicts: [], artifacts: new Set(), itemCount: 0 };
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.items.scan(cursor ? { cursor } : {});
-    for (const item of page.items) {
-      out.itemCount++;
-      if (item.PK.startsWith('ART#')) out.artifacts.add(item.PK.slice('ART#'.length));
-      for (const r of refsOfItem(item)) {
-        const seen = out.refs.get(r.key);
-        if (!seen) out.refs.set(r.key, r);
-        else if (seen.digest !== r.digest) {
-          out.conflicts.push({
-            kind: 'object',
-            problem: 'conflict',
-            key: r.key,
-            digest: r.digest,
-            source: r.source,
-            detail: `named with ${r.digest} here and with ${seen.digest} by ${seen.source}`,
-          });
-        }
-      }
-    }
-    bar.tick?.(page.items.length);
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
-}
-
-/** A restore that did not complete: what exactly is missing, from the backup; the objects only it names. */
-async function checkHeldRestore(
-  ctx: ServiceContext,
-  r: RestoreRecord | undefined,
-  refs: Map<string, ObjectRef>,
-  findings: ReconcileFinding[],
-): Promise<{ restoreSummary: ReconcileReport['restore']; extraRefs: ObjectRef[] }> {
-  const extraRefs: ObjectRef[] = [];
-  if (!r) return { restoreSummary: null, extraRefs };
-  const restoreSummary = {
-    status: r.status,
-    items_expected: r.items_expected,
-    items_missing: null as number | null,
-    backup_readable: false,
-  };
-  if (r.status === 'RESTORED') return { restoreSummary, extraRefs };
-  findings.push({
-    kind: 'restore',
-    problem: 'incomplete',
-    row: `${restorePk(r.restore_id)} RESTORE`,
-    detail: `restore ${r.restore_id} is ${r.status}: it was interrupted; run the restore again to complete it`,
-  });
-  let backup: VerifiedBackup | undefined;
-  try {
-    backup = await openBackup(r.backup_location, { expectedManifestDigest: r.manifest_digest });
-    restoreSummary.backup_readable = true;
-  } catch (e) {
-    findings.push({ kind: 'restore', problem: 'unreadable', detail: `backup ${r.backup_location}: ${clip((e as Error).message)}` });
-  }
-  if (!backup) return { restoreSummary, extraRefs };
-  const missing = await missingItems(ctx, backup);
-  restoreSummary.items_missing = missing.length;
-  for (const k of missing)
-    findings.push({ kind: 'item', problem: 'missing', row: `${k.PK} ${k.SK}`, detail: 'in the backup, not restored' });
-  for await (const o of backup.objects()) {
-    if (!refs.has(o.key)) {
-      extraRefs.push({
-        key: o.key,
-        digest: o.digest,
-        ...(o.size !== undefined ? { size: o.size } : {}),
-        ...(o.retained ? { retained: true as const } : {}),
-        source: 'backup manifest',
-      });
-    }
-  }
-  return { restoreSummary, extraRefs };
-}
-
-interface ObjectsAndChains {
-  immutable: ObjectRef[];
-  derived: ObjectRef[];
-  verified: VerifyReport;
-  derivedReport: VerifyReport;
-  /** Sorted by artifact id. */
-  chains: ChainReport[];
-}
-
-/**
- * Objects: re-hash everything named. Immutable objects and the judgement of derived documents decide
- * the status; quarantined objects are reported, never deciding it. A stale derived document is
- * re-derived unless a restore is held.
- */
-async function verifyObjectsAndChains(
-  ctx: ServiceContext,
-  all: ObjectRef[],
-  artifacts: Set<string>,
-  opts: ReconcileOptions,
-  restoreHeld: boolean,
-  findings: ReconcileFinding[],
-): Promise<ObjectsAndChains> {
-  const immutable = all.filter((r) => isImmutableKey(r.key) && !r.retained);
-  const derived = all.filter((r) => !isImmutableKey(r.key) || r.retained);
-  const concurrency = Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY);
-  // Objects and audit chains are verified side by side: the chains' reads fill the objects' I/O waits.
-  const objBar = (opts.progress ?? noProgress)('objects', immutable.length);
-  const chains: ChainReport[] = [];
-  const [verified, derivedReport] = await Promise.all([
-    verifyInBatches(ctx, immutable, concurrency, objBar),
-    verifyInBatches(ctx, derived, 1, {}),
-    forEachLimited([...artifacts], Math.max(1, concurrency >> 1), async (id) => {
-      chains.push(await verifyArtifactAudit(ctx, id));
-    }),
-  ]);
-  for (const f of verified.findings) findings.push({ kind: 'object', ...f, detail: clip(f.detail) });
-  for (const f of derivedReport.findings) {
-    // A quarantined object is only reported; a derived document that is neither current nor stale is corrupt.
-    const retained = derived.some((r) => r.key === f.key && r.retained);
-    findings.push({ kind: retained ? 'derived' : 'object', ...f, detail: clip(f.detail) });
-  }
-  for (const d of derivedReport.stale) {
-    const repaired = restoreHeld ? false : await repairDerived(ctx, d.key);
-    findings.push({
-      kind: 'derived',
-      problem: 'stale',
-      key: d.key,
-      digest: d.digest,
-      source: d.source,
-      detail: clip(`${d.detail}${repaired ? '; re-derived now' : ''}`),
-    });
-  }
-  chains.sort((a, b) => (a.artifact_id < b.artifact_id ? -1 : 1));
-  return { immutable, derived, verified, derivedReport, chains };
-}
-
-/** The chains' findings, then tail truncation: the chains' lengths against the append counter. */
-async function auditFindings(
-  ctx: ServiceContext,
-  chains: ChainReport[],
-  findings: ReconcileFinding[],
-): Promise<{ entries: number; broken: number; findings: number }> {
-  let entries = 0;
-  let broken = 0;
-  let count = 0;
-  for (const report of chains) {
-    entries += report.entries;
-    if (!report.ok) broken++;
-    count += report.findings.length;
-    for (const f of report.findings) findings.push({ kind: 'audit', problem: 'broken', row: f.row, detail: clip(f.problem) });
-  }
-  const counter = await checkAuditCounter(ctx);
-  if (!counter.ok) {
-    broken++;
-    count++;
-    findings.push({ kind: 'audit', problem: 'truncated', row: `${stateKey.PK} ${stateKey.SK}`, detail: clip(counter.detail) });
-  }
-  return { entries, broken, findings: count };
-}
-
 const DEFAULT_CONCURRENCY = 4;
-
-/** Re-derives a stale provenance document; false when that did not happen (reported, not fatal). */
-async function repairDerived(ctx: ServiceContext, key: string): Promise<boolean> {
-  const artifactId = provenanceArtifactId(key);
-  if (artifactId === undefined) return false;
-  return publishProvenanceDocument(ctx, artifactId).then(
-    () => true,
-    () => false,
-  );
-}
-
-/** Every object under the immutable prefixes, in key order. */
-async function listImmutable(ctx: ServiceContext): Promise<Array<{ key: string; size: number }>> {
-  const out: Array<{ key: string; size: number }> = [];
-  for (const prefix of IMMUTABLE_PREFIXES) for await (const o of listAll(ctx.content, prefix)) out.push({ key: o.key, size: o.size });
-  return out;
-}
-const VERIFY_BATCH = 32;
-
-/**
- * verifyObjects over batches of references, `concurrency` batches at a time: the reads of one object
- * overlap the hashing of another (and, on S3, the round trips). Findings come back sorted by key.
- */
-export async function verifyInBatches(ctx: ServiceContext, refs: ObjectRef[], concurrency: number, bar: Progress): Promise<VerifyReport> {
-  // Cold archive copies (S3 GLACIER) are checked by S3's checksum, never read (verifyObjects).
-  const total: VerifyReport = { objects: refs.length, bytes: 0, ok: 0, findings: [], stale: [] };
-  const batches: ObjectRef[][] = [];
-  for (let i = 0; i < refs.length; i += VERIFY_BATCH) batches.push(refs.slice(i, i + VERIFY_BATCH));
-  await forEachLimited(batches, concurrency, async (batch) => {
-    // Policies are checked with the audit chains (verifyArtifactAudit), once per artifact.
-    const r = await verifyObjects(ctx, batch, { tick: (n) => bar.tick?.(n) }, { policies: false });
-    total.bytes += r.bytes;
-    total.ok += r.ok;
-    total.findings.push(...r.findings);
-    total.stale.push(...r.stale);
-  });
-  total.findings.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return total;
-}
-
-/** Items of the backup that the target does not hold (read in chunks of 100). */
-async function missingItems(ctx: ServiceContext, backup: VerifiedBackup): Promise<ItemKey[]> {
-  const missing: ItemKey[] = [];
-  let chunk: ItemKey[] = [];
-  const check = async () => {
-    const found = await ctx.items.batchGet(chunk);
-    const have = new Set(found.map((i) => `${i.PK}\u0000${i.SK}`));
-    for (const k of chunk) if (!have.has(`${k.PK}\u0000${k.SK}`)) missing.push(k);
-    chunk = [];
-  };
-  for await (const item of backup.items()) {
-    if (isNeverBackedUp(item)) continue;
-    chunk.push({ PK: item.PK, SK: item.SK });
-    if (chunk.length >= 100) await check();
-  }
-  if (chunk.length) await check();
-  return missing;
-}
 
 /**
  * Stores the result. An empty target (nothing restored yet) is left empty, so the restore can still
@@ -414,15 +193,15 @@ async function missingItems(ctx: ServiceContext, backup: VerifiedBackup): Promis
  */
 async function persist(ctx: ServiceContext, report: ReconcileReport, restore: RestoreRecord | undefined): Promise<boolean> {
   if (!report.installation_id && !restore) return false;
-  const { findings, persisted: _p, ...summary } = report;
+  const { findings, findings_total: total, persisted: _p, ...summary } = report;
   const kept = findings.slice(0, MAX_PERSISTED_FINDINGS);
   const item: Item = {
     ...reconcileKey(report.reconcile_id, restore?.restore_id),
     type: 'reconcile',
     ...summary,
     findings: kept,
-    findings_total: findings.length,
-    findings_truncated: findings.length > kept.length,
+    findings_total: total,
+    findings_truncated: total > kept.length,
   };
   // Persisting is a database write like any other: not while a maintenance holds the fence.
   const ops: TransactOp[] = [{ op: 'put', item, condition: cond.notExists() }, fenceCheck(ctx)];
@@ -531,7 +310,3 @@ export async function activateRestore(ctx: ServiceContext, reconcileId: string, 
 }
 
 export { type RestoreProof, readRestoreProof } from '../system/restore-proof.ts';
-
-function clip(s: string): string {
-  return s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL)}…` : s;
-}

@@ -258,29 +258,38 @@ async function restoreContent(
 ): Promise<{ copied: number; present: number }> {
   const own = backup.manifest.with_content;
   const source = own ? await openContentStore({ engine: 'fs', root: path.join(backup.dir, CONTENT_DIR) }) : (fetchFrom as ContentStore);
-  const list: BackupObject[] = [];
-  for await (const o of backup.objects()) if (!o.mutable) list.push(o);
-  const bar = progress('content', list.length);
+  // The manifest's objects are streamed a page at a time (bounded memory, issue 17 A2).
+  const bar = progress('content', backup.manifest.objects.count - backup.manifest.objects.mutable);
   let copied = 0;
   let present = 0;
-  try {
-    await forEachLimited(list, concurrency, async (o) => {
-      const sized = o.size === undefined ? {} : { expectedSize: o.size };
-      if (await intact(ctx, o, sized)) present++;
-      else {
-        let stream: Awaited<ReturnType<typeof source.get>>;
-        try {
-          stream = await source.get(o.key, o.digest, sized);
-        } catch (e) {
-          if (!(e instanceof NotFound)) throw e;
-          if (own && fetchFrom) stream = await fetchFrom.get(o.key, o.digest, sized);
-          else throw new IntegrityError(`${own ? 'the backup lacks its copy of' : 'the content source lacks'} ${o.key}`, { key: o.key });
-        }
-        await ctx.content.put(o.key, stream, { expectedDigest: o.digest, repair: true });
-        copied++;
+  const one = async (o: BackupObject) => {
+    const sized = o.size === undefined ? {} : { expectedSize: o.size };
+    if (await intact(ctx, o, sized)) present++;
+    else {
+      let stream: Awaited<ReturnType<typeof source.get>>;
+      try {
+        stream = await source.get(o.key, o.digest, sized);
+      } catch (e) {
+        if (!(e instanceof NotFound)) throw e;
+        if (own && fetchFrom) stream = await fetchFrom.get(o.key, o.digest, sized);
+        else throw new IntegrityError(`${own ? 'the backup lacks its copy of' : 'the content source lacks'} ${o.key}`, { key: o.key });
       }
-      bar.tick?.(1);
-    });
+      await ctx.content.put(o.key, stream, { expectedDigest: o.digest, repair: true });
+      copied++;
+    }
+    bar.tick?.(1);
+  };
+  try {
+    let page: BackupObject[] = [];
+    for await (const o of backup.objects()) {
+      if (o.mutable) continue;
+      page.push(o);
+      if (page.length >= CONTENT_PAGE) {
+        await forEachLimited(page, concurrency, one);
+        page = [];
+      }
+    }
+    await forEachLimited(page, concurrency, one);
   } finally {
     if (own) await source.close();
   }
@@ -299,12 +308,17 @@ async function intact(ctx: ServiceContext, o: BackupObject, sized: { expectedSiz
   }
 }
 
+/** Rebuilds each provenance document as its head is read from the backup (streaming). */
 async function rebuildDerived(ctx: ServiceContext, backup: VerifiedBackup): Promise<number> {
-  const ids: string[] = [];
+  let n = 0;
   for await (const item of backup.items()) {
-    if (item.SK === HEAD_SK && item.type === 'head' && (item as HeadItem).provenance_key !== undefined)
-      ids.push((item as HeadItem).artifact_id);
+    if (item.SK === HEAD_SK && item.type === 'head' && (item as HeadItem).provenance_key !== undefined) {
+      await publishProvenanceDocument(ctx, (item as HeadItem).artifact_id);
+      n++;
+    }
   }
-  for (const id of ids) await publishProvenanceDocument(ctx, id);
-  return ids.length;
+  return n;
 }
+
+/** Objects restored concurrently per page of the manifest. */
+const CONTENT_PAGE = 1000;

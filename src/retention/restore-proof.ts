@@ -1,11 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { type MetadataConfig, parseMetadataUrl, resolveStorageConfig } from '../core/config.ts';
+import type { ContentStore } from '../content/content-store.ts';
+import { openContentStore } from '../content/open.ts';
+import { type MetadataConfig, parseContentUrl, parseMetadataUrl, resolveStorageConfig } from '../core/config.ts';
 import { AlpError, InvalidInput, NotFound } from '../core/errors.ts';
+import { openBackup, type VerifiedBackup } from '../recovery/backup-format.ts';
+import { compareRestoredContent, compareRestoredItems } from '../recovery/restore-check.ts';
 import type { ItemStore } from '../store/item-store.ts';
 import { openItemStore } from '../store/open.ts';
 import { readBackupRecord } from '../system/backups.ts';
-import { readRestoreProof } from '../system/restore-proof.ts';
+import { type RestoreProof, readRestoreProof } from '../system/restore-proof.ts';
 
 const SQLITE_HEADER = 'SQLite format 3\0';
 const ACCEPTED = 'give the data directory `alp restore --data DIR` created, its alp.db, sqlite:PATH or dynamodb://TABLE?region=R';
@@ -66,7 +70,10 @@ function readHeader(file: string): string {
 /**
  * Checks that `ref` (see resolveRestoreReference) is an actual restore of this installation whose
  * reconciliation was activated VERIFIED, made from a backup this installation (`registry`, its own
- * items) has not retired. Returns the reason it is not, or undefined when it is.
+ * items) recorded as COMPLETE with the manifest digest the restore names (a retired backup is
+ * refused), and that the restore's items and objects are that backup's (recovery/restore-check.ts):
+ * rows claiming an activation prove nothing by themselves (issue 17 item B7). Returns the reason it is
+ * not, or undefined when it is.
  */
 export async function verifyRestoreReference(ref: unknown, installationId: string, registry: ItemStore): Promise<string | undefined> {
   if (typeof ref !== 'string' || ref.trim() === '') return 'the approval names no verified restore';
@@ -77,32 +84,85 @@ export async function verifyRestoreReference(ref: unknown, installationId: strin
     if (e instanceof AlpError) return e.message;
     return `cannot open the restore ${ref}: ${codeOf(e)}`;
   }
-  let backupId: string;
   try {
-    const proof = await readRestoreProof({ items });
+    let proof: RestoreProof | undefined;
+    try {
+      proof = await readRestoreProof({ items });
+    } catch (e) {
+      if (e instanceof AlpError) return `cannot read the restore ${ref}: ${e.message}`;
+      return `cannot read the restore ${ref}: it is not an ALP installation's metadata store (${codeOf(e)})`;
+    }
     if (!proof) return `${ref} is not a restore whose reconciliation was activated VERIFIED`;
     if (proof.installation_id !== installationId)
       return `${ref} is a restore of installation ${proof.installation_id}, not ${installationId}`;
-    backupId = proof.backup_id;
-  } catch (e) {
-    if (e instanceof AlpError) return `cannot read the restore ${ref}: ${e.message}`;
-    return `cannot read the restore ${ref}: it is not an ALP installation's metadata store (${codeOf(e)})`;
+    // The installation's own registry, outside the catch: its storage failing is a failure of this run
+    // (STORAGE, THROTTLED…), not a reason to refuse the restore.
+    const basis = await registeredBasis(registry, ref, proof, installationId);
+    if (typeof basis === 'string') return basis;
+    return await matchesBackup(ref, items, proof, basis);
   } finally {
     await items.close();
   }
-  // The installation's own registry, outside the catch: its storage failing is a failure of this run
-  // (STORAGE, THROTTLED…), not a reason to refuse the restore.
-  return retiredBasis(registry, ref, backupId);
+}
+
+/**
+ * The registry record of the backup the restore names: present, this installation's, COMPLETE (a
+ * retired backup proves nothing about the backups kept now), with the manifest digest the restore
+ * names. Returns the reason it is not, or the backup's location and manifest digest as recorded.
+ */
+async function registeredBasis(
+  registry: ItemStore,
+  ref: string,
+  proof: RestoreProof,
+  installationId: string,
+): Promise<{ location: string; manifestDigest: string } | string> {
+  const b = await readBackupRecord(registry, proof.backup_id);
+  if (!b)
+    return `${ref} names backup ${proof.backup_id}, which this installation never recorded (no such backup in its registry): a restore proof must come from a backup the installation itself made`;
+  if (b.status === 'RETIRED')
+    return `${ref} was restored from backup ${proof.backup_id}, retired by ${String(b.retired_by)} at ${String(b.retired_at)}: a retired backup can no longer be the basis of a restore proof; restore a current backup and reconcile it`;
+  if (b.status !== 'COMPLETE')
+    return `${ref} names backup ${proof.backup_id}, which this installation recorded as ${String(b.status)}, not COMPLETE`;
+  if (b.installation_id !== installationId) return `${ref} names backup ${proof.backup_id}, which is not of installation ${installationId}`;
+  if (b.manifest_digest !== proof.manifest_digest)
+    return `${ref} names backup ${proof.backup_id} with manifest digest ${proof.manifest_digest}, but this installation recorded ${String(b.manifest_digest)}`;
+  return { location: String(b.location), manifestDigest: b.manifest_digest as string };
+}
+
+/** The restore's items and objects against the backup as the registry recorded it (opened and verified here). */
+async function matchesBackup(
+  ref: string,
+  items: ItemStore,
+  proof: RestoreProof,
+  basis: { location: string; manifestDigest: string },
+): Promise<string | undefined> {
+  let backup: VerifiedBackup;
+  try {
+    backup = await openBackup(basis.location, { expectedManifestDigest: basis.manifestDigest });
+  } catch (e) {
+    if (!(e instanceof AlpError)) throw e;
+    return `${ref} names backup ${proof.backup_id}, whose directory ${basis.location} cannot be verified against the registry: ${e.message}`;
+  }
+  if (backup.manifest.backup_id !== proof.backup_id || backup.manifest.installation_id !== proof.installation_id)
+    return `${ref} names backup ${proof.backup_id}, but ${basis.location} holds backup ${backup.manifest.backup_id}`;
+  const itemsWhy = await compareRestoredItems(items, backup, proof.restore_id, backup.manifest.epoch);
+  if (itemsWhy) return `${ref}: ${itemsWhy}`;
+  let content: ContentStore;
+  try {
+    content = await openContentStore(parseContentUrl(proof.target_content));
+  } catch (e) {
+    if (!(e instanceof AlpError)) throw e;
+    return `${ref}: cannot open its content root ${proof.target_content}: ${e.message}`;
+  }
+  try {
+    const contentWhy = await compareRestoredContent(content, backup);
+    return contentWhy ? `${ref}: ${contentWhy}` : undefined;
+  } finally {
+    await content.close();
+  }
 }
 
 function codeOf(e: unknown): string {
   const code = (e as { code?: unknown } | undefined)?.code;
   return typeof code === 'string' ? code : e instanceof Error ? e.name : 'unreadable';
-}
-
-/** A restore made from a retired backup proves nothing about the backups kept now. */
-async function retiredBasis(registry: ItemStore, ref: string, backupId: string): Promise<string | undefined> {
-  const b = await readBackupRecord(registry, backupId);
-  if (b?.status !== 'RETIRED') return undefined;
-  return `${ref} was restored from backup ${backupId}, retired by ${String(b.retired_by)} at ${String(b.retired_at)}: a retired backup can no longer be the basis of a restore proof; restore a current backup and reconcile it`;
 }
