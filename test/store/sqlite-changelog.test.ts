@@ -92,6 +92,18 @@ describe('SQLite change log: fallbacks and writes during the pages', () => {
     await store.close();
   });
 
+  it('the log pruned past the cursor while the pages are read: the rest is the whole table, then the changes', async () => {
+    const store = open({ keepRows: 3, pruneEvery: 1 });
+    const mark = await store.changeMark();
+    for (let i = 0; i < 3; i++) await store.put({ PK: `M#${i}`, SK: 's' });
+    const got = await pages(store, mark, { limit: 1 }, async (n) => {
+      if (n === 0) for (let i = 0; i < 6; i++) await store.put({ PK: `L#${i}`, SK: 's' });
+    });
+    const table = ids(await sweep((o) => store.scan(o)));
+    assert.deepEqual([...new Set(ids(got))].sort(), table, 'every item written after the mark, and the rest of the table');
+    await store.close();
+  });
+
   it('a key written again after the cursor passed it comes again, as it is now', async () => {
     const store = open({});
     const mark = await store.changeMark();

@@ -140,13 +140,13 @@ export class ChangeLog {
     return this.stmts?.newest.get()?.seq ?? 0;
   }
 
-  /** Whether every write after `since` is in the log, and they are not too many to group. */
-  private answerable(since: number): boolean {
+  /** Whether every write after `since` is in the log, and they are at most `most` keys to group. */
+  private answerable(since: number, most = this.o.maxChangedKeys): boolean {
     const lo = this.stmts?.oldest.get()?.seq;
     const hi = this.stmts?.newest.get()?.seq;
     if (!this.stmts || typeof lo !== 'number' || typeof hi !== 'number') return false;
     if (since < lo - 1 || since > hi) return false;
-    return (this.stmts.keysAfter.get(since)?.n ?? 0) <= this.o.maxChangedKeys;
+    return (this.stmts.keysAfter.get(since)?.n ?? 0) <= most;
   }
 
   private changed(
@@ -158,13 +158,13 @@ export class ChangeLog {
   ): Page {
     const stmts = this.stmts;
     if (!stmts) return this.full(scope, seg, limit, 0, undefined);
-    // Many writes while the pages are read: the rest is the whole table, then the changes after it.
-    if (after && (stmts.keysAfter.get(since)?.n ?? 0) > 4 * this.o.maxChangedKeys)
-      return this.full(scope, seg, limit, this.head(), undefined);
     const from = after ?? { W: since, PK: '', SK: '' };
     // A key whose last write is at or after the cursor's seq appears in a row at or after it: the
     // rows before it need no grouping, so each page groups only the log from its cursor on.
     const rowsAfter = Math.max(since, from.W - 1);
+    // Those rows pruned meanwhile, or very many writes while the pages are read: the rest is the
+    // whole table, then the changes after it.
+    if (after && !this.answerable(rowsAfter, 4 * this.o.maxChangedKeys)) return this.full(scope, seg, limit, this.head(), undefined);
     const range = seg ? hashRange(seg) : undefined;
     const rows = range
       ? stmts.changedSegment.all(rowsAfter, from.W, from.PK, from.SK, range.lo, range.hi, limit + 1)
