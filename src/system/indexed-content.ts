@@ -98,7 +98,7 @@ async function entryFrom(key: string, result: PutResult, scanner: ReferenceScann
 }
 
 class Indexer {
-  private readonly root: string;
+  private rootOf: { location: string; id: string } | undefined;
   /** Scans of staged objects, by the engine's StagedObject, until published or discarded. */
   private readonly staged = new WeakMap<StagedObject, Promise<RefIndexEntry | undefined>>();
 
@@ -107,8 +107,13 @@ class Indexer {
     private readonly items: ItemStore,
     private readonly layout: () => Layout,
     private readonly clock: Clock,
-  ) {
-    this.root = contentRootId(inner.location);
+  ) {}
+
+  /** The content root's id, from the engine's location as it is now. */
+  private get root(): string {
+    const location = this.inner.location;
+    if (this.rootOf?.location !== location) this.rootOf = { location, id: contentRootId(location) };
+    return this.rootOf.id;
   }
 
   async put(key: string, body: Body, opts?: PutOptions): Promise<PutResult> {
