@@ -201,10 +201,12 @@ export const retentionRunSk = (timestamp: string, runId: string) => `${RETENTION
 /**
  * The reference index (issue 17, system/ref-index.ts; docs/data-model.md "Reference index"): one entry
  * per object, written when the object is written, naming the digests found inside its bytes.
- * REFIDX#{root}{#s} / OBJ#{key}, s = the same directory shard as the object's observation.
+ * REFIDX#{root}{#s} / OBJ#{key}, s = shardOf(the whole object key): entries are written by plain puts
+ * (no transaction needs them in one shard), and a directory shard would put every `provenance/`
+ * document's entry in one partition.
  */
 export const refIndexPk = (contentRootId: string, objectKey: string, indexShards: number) =>
-  `REFIDX#${contentRootId}${shardSuffix(observationShardOf(objectKey, indexShards), indexShards)}`;
+  `REFIDX#${contentRootId}${shardSuffix(shardOf(objectKey, indexShards), indexShards)}`;
 export const refIndexPartitions = (contentRootId: string, indexShards: number) => indexPartitions(`REFIDX#${contentRootId}`, indexShards);
 export const REF_INDEX_SK_PREFIX = 'OBJ#';
 export const refIndexSk = (objectKey: string) => `${REF_INDEX_SK_PREFIX}${objectKey}`;

@@ -26,6 +26,7 @@ import { ArtifactRetention } from '../../src/retention/retention.ts';
 import { createContext } from '../../src/runtime/context.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { initInstallation } from '../../src/system/installation.ts';
+import { contentRootId, deleteRefIndexEntry } from '../../src/system/ref-index.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { embedded, epochOf, host, type RetentionInstallation } from '../helpers/retention-harness.ts';
 import { bytesOf, tempDir } from '../helpers/tmp.ts';
@@ -317,6 +318,9 @@ describe('regressions found by the crash campaign and the fault matrix', () => {
     const namer = Buffer.concat([Buffer.alloc(200 * 1024, 1), Buffer.from(`\nneeds ${sha256(bytes)}\n`)]);
     const { version } = await createArtifact(i.ctx, agent, { name: 'namer', filename: 'plan.txt', body: bytesOf(namer) });
     i.ctx.clock.advance(31 * DAY_MS);
+    // The namer as an object written before the reference index (issue 17): no entry, so the scan
+    // must read its bytes, and the short read must fail the scan closed.
+    await deleteRefIndexEntry(i.ctx.items, contentRootId(i.ctx.content.location), i.ctx.layout.index_shards, version.content_key);
     const f = faulty(i.ctx, [
       { store: 'content', method: 'readRaw', kind: 'PARTIAL_READ', when: (args) => args[0] === version.content_key },
     ]);

@@ -27,7 +27,14 @@ describe('alp retention run --restore (issue 14 item 16)', () => {
 
     const t0 = Date.now();
     const at = (days: number) => ({ env: { ALP_NOW: new Date(t0 + days * DAY_MS).toISOString() } });
-    const retention = (restore: string, days: number) =>
+    // The approval is a review (issue 17 B6): every run names the digest of the plan it was shown.
+    const planDigest = async (days: number) =>
+      (
+        (await alpJson(['retention', 'plan', '--data', src, '--action', 'QUARANTINE', '--epoch', '1', '--json'], at(days))) as {
+          plan_digest: string;
+        }
+      ).plan_digest;
+    const retention = async (restore: string, days: number) =>
       runAlp(
         [
           'retention',
@@ -42,6 +49,8 @@ describe('alp retention run --restore (issue 14 item 16)', () => {
           'CHG-16',
           '--restore',
           restore,
+          '--plan-digest',
+          await planDigest(days),
           '--json',
         ],
         at(days),
