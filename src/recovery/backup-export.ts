@@ -101,6 +101,7 @@ function backupObjectOf(e: SetEntry): BackupObject {
     ...(e.size !== undefined ? { size: e.size } : {}),
     ...(e.mutable ? { mutable: true as const } : {}),
     ...(e.retained ? { retained: true as const } : {}),
+    ...(e.superseded ? { superseded: true as const } : {}),
   };
 }
 
@@ -141,18 +142,19 @@ export async function copyContent(
 
 /**
  * A verified read of `o`'s bytes. A cold archive copy (GLACIER: real S3 refuses to read it until it is
- * restored) is read from another referenced object with the same digest, when one is still there (the
- * digest check makes any key with that digest the same bytes). After a verified archive the hot
- * original is no longer referenced and may have been reclaimed (issue 17 B13): then it is not in the
- * set, or is gone (NotFound, skipped), and the backup fails with ARCHIVED_COLD: restore the copy, then
- * back up again. A readable (STANDARD) archive copy is simply read.
+ * restored) is read from another listed object with the same digest — its original, while it exists —
+ * since the digest check makes any key with that digest the same bytes. An archived original is listed
+ * `superseded` (issue 17 B13) and may have been reclaimed after its verified copy: then its bytes are
+ * read from the copy and stored under the original's key, so the backup's content stays whole. When no
+ * key with the digest is readable, ARCHIVED_COLD (restore the copy, then back up again) or NOT_FOUND.
  */
 async function readSameBytes(ctx: ServiceContext, o: BackupObject, same: () => readonly BackupObject[]) {
   const opts = o.size === undefined ? {} : { expectedSize: o.size };
   try {
     return await ctx.content.get(o.key, o.digest, opts);
   } catch (e) {
-    if (!(e instanceof ArchivedCold)) throw e;
+    // An archived original may be gone (reclaimed after its verified copy, B13): its bytes are the copy's.
+    if (!(e instanceof ArchivedCold) && !(e instanceof NotFound && o.superseded)) throw e;
     for (const alt of same()) {
       if (alt.key === o.key) continue;
       try {

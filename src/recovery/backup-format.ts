@@ -44,6 +44,8 @@ export interface BackupObject {
   mutable?: true;
   /** In retention's logical quarantine: copied and listed, but not a reference (references.ts). */
   retained?: true;
+  /** An archived original whose verified copy is the reference now (issue 17 B13): listed and copied, not a reference. */
+  superseded?: true;
 }
 
 export interface BackupFileInfo {

@@ -17,6 +17,8 @@ export interface SetEntry {
   source: string;
   mutable: boolean;
   retained: boolean;
+  /** An archived original whose verified copy the item also names (issue 17 B13): its absence is not a finding. */
+  superseded: boolean;
 }
 
 /** Which entries a page walk returns. */
@@ -31,6 +33,7 @@ interface Row {
   source: string;
   mutable: number;
   retained: number;
+  superseded: number;
 }
 
 const toEntry = (r: Row): SetEntry => ({
@@ -40,6 +43,7 @@ const toEntry = (r: Row): SetEntry => ({
   source: r.source,
   mutable: r.mutable === 1,
   retained: r.retained === 1,
+  superseded: r.superseded === 1,
 });
 
 /** The entry as a reference (lifecycle/references.ts ObjectRef). */
@@ -50,6 +54,7 @@ export function refOf(e: SetEntry): ObjectRef {
     ...(e.size !== undefined ? { size: e.size } : {}),
     source: e.source,
     ...(e.retained ? { retained: true as const } : {}),
+    ...(e.superseded ? { superseded: true as const } : {}),
   };
 }
 
@@ -63,9 +68,11 @@ export class ObjectSet {
     this.scratch = openScratch(label);
     const db = this.scratch.db;
     db.exec(`CREATE TABLE o (key TEXT PRIMARY KEY, digest TEXT NOT NULL, size INTEGER, source TEXT NOT NULL,
-      mutable INTEGER NOT NULL, retained INTEGER NOT NULL) WITHOUT ROWID`);
+      mutable INTEGER NOT NULL, retained INTEGER NOT NULL, superseded INTEGER NOT NULL) WITHOUT ROWID`);
     db.exec('CREATE INDEX o_digest ON o (digest)');
-    this.insert = db.prepare('INSERT OR IGNORE INTO o (key, digest, size, source, mutable, retained) VALUES (?, ?, ?, ?, ?, ?)');
+    this.insert = db.prepare(
+      'INSERT OR IGNORE INTO o (key, digest, size, source, mutable, retained, superseded) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
     this.lookup = db.prepare('SELECT * FROM o WHERE key = ?');
   }
 
@@ -78,7 +85,7 @@ export class ObjectSet {
     this.scratch.db.transaction(() => {
       for (const r of refs) {
         const mutable = isImmutableKey(r.key) ? 0 : 1;
-        const res = this.insert.run(r.key, r.digest, r.size ?? null, r.source, mutable, r.retained ? 1 : 0);
+        const res = this.insert.run(r.key, r.digest, r.size ?? null, r.source, mutable, r.retained ? 1 : 0, r.superseded ? 1 : 0);
         if (res.changes === 1) {
           this.count++;
           continue;
