@@ -118,7 +118,7 @@ async function fenceFigures(inst: BenchInstallation, results: Record<string, num
   const host = localTrustedHost(inst.ctx, { owner: 'bench retention', approver: operator, evidenceRef: 'BENCH-1', restore: inst.restore });
   const first = await runQuarantine(inst, host);
   row(
-    'run 1 (observes every orphan: grace starts)',
+    'run 1 (grace starts, ≤ 1,000 observations a run)',
     s3(first.ms),
     `${first.result.status}; plan ${s3(first.result.plan_ms)}, fence held ${s3(first.result.fence_ms)}, ${fmt(first.result.observed.length)} observed`,
   );
