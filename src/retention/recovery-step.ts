@@ -12,6 +12,7 @@ import { cond } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import type { MaintenanceHandle } from '../system/fence.ts';
 import { keyOfObservation, type Observation } from './model.ts';
+import { storedPins } from './pins.ts';
 import { normalisePins, recordedPins, storedDigest, unlinkUnpinned } from './purge.ts';
 import { type ReferenceScan, scanReferences } from './references.ts';
 import { ArtifactRetention } from './retention.ts';
@@ -29,7 +30,8 @@ export async function recoverPreparedPurges(
   const observations = await new ArtifactRetention(ctx.items, ctx.content, { clock: ctx.clock, layout: ctx.layout }).observations();
   const prepared = [...observations.values()].filter((o) => o.state === 'PREPARED');
   if (prepared.length === 0) return { prepared: 0 };
-  const pins = normalisePins(recordedPins(prepared), opts.pins);
+  // Stored pins (alp pins) as well: the unlink's last check must honour them too (B8).
+  const pins = normalisePins(recordedPins(prepared), opts.pins, await storedPins(ctx.items));
   const scan = await scanReferences(ctx, { pins });
   try {
     return await review(ctx, m, scan, prepared, pins);

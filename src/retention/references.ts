@@ -15,8 +15,10 @@
 import { IntegrityError, InternalError } from '../core/errors.ts';
 import { refIndexPartitions } from '../core/keys.ts';
 import type { Item, ItemStore, Page } from '../store/item-store.ts';
+import { scanParallelism } from '../store/scan-options.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { contentRootId } from '../system/ref-index.ts';
+import { storedPins } from './pins.ts';
 import { expandKnown, markFresh, referencedBad, unknownReferenced } from './scan-closure.ts';
 import { KEY_PREFIXES, noteBackup, noteInFlightVersions, noteItem } from './scan-items.ts';
 import {
@@ -39,8 +41,6 @@ export type { ReferenceScan, ScannedObject, ScanStats } from './scan-result.ts';
 
 /** Immutable digest files: the only retention candidates (seed 004; docs/design.md §6 "retention quarantine"). */
 export const CANDIDATE_PREFIXES = ['artifacts/', 'executions/', 'archive/'] as const;
-/** Concurrent segments of the item pass (ItemStore.scan segment / totalSegments). */
-export const DEFAULT_SEGMENTS = 4;
 const PROGRESS_MS = 500;
 
 export interface ScanProgress {
@@ -55,7 +55,7 @@ export interface ScanOptions {
   knownDigests?: ((key: string) => string | undefined) | Map<string, string>;
   /** Called at most every ~500 ms while the scan works (and once per phase at its end). */
   onProgress?: (p: ScanProgress) => void;
-  /** Concurrent segments of the item pass (default 4). */
+  /** Concurrent segments of the item pass (default: the store's scanSegments, ItemStore.scanParallelism). */
   segments?: number;
 }
 
@@ -170,13 +170,17 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
   ws.entryPartitions = new Set(refIndexPartitions(contentRootId(ctx.content.location), ctx.layout.index_shards));
   try {
     await Promise.all([
-      itemPass(ctx, ws, opts.segments ?? DEFAULT_SEGMENTS, stats, progress),
+      itemPass(ctx, ws, opts.segments ?? scanParallelism(ctx.items), stats, progress),
       listObjects(ctx, ws, KEY_PREFIXES, progress).then((n) => {
         stats.objects = n;
       }),
     ]);
+    // The installation's stored pins (alp pins) are pins of every scan, whoever called it (B8): strict,
+    // so they keep an archived original too, not only its listed copy (B13).
+    const stored = await storedPins(ctx.items);
     ws.tx(() => {
       for (const p of opts.pins ?? []) ws.digest(p, 'pinned by the host', true);
+      for (const p of stored) ws.digest(p, 'pinned in the installation (alp pins)', true);
     });
     await readIndex(ctx, ws, stats);
     await readUnindexed(ctx, ws, stats, knownFn(opts.knownDigests), progress);
@@ -278,8 +282,10 @@ export async function refreshReferences(
   );
   ws.resolveStaged();
   noteInFlightVersions(ws, now, heads);
+  const stored = await storedPins(ctx.items);
   ws.tx(() => {
     for (const p of opts.pins ?? []) ws.digest(p, 'pinned by the host', true);
+    for (const p of stored) ws.digest(p, 'pinned in the installation (alp pins)', true);
   });
   await addNamedSince(ctx, ws, stats);
   await closure(ctx, ws, stats, () => {});

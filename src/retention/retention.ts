@@ -46,6 +46,7 @@ import {
   quarantine,
   revalidateAndObserve,
 } from './run-act.ts';
+import { observeBeforeFence } from './run-observe.ts';
 import { openPlanSession, type PlanSession } from './run-plan.ts';
 import type { ScanStats } from './scan-result.ts';
 
@@ -183,6 +184,14 @@ export class ArtifactRetention {
       // The human decision on exactly this plan, checked here, not taken on trust (before the fence: it reads the restore).
       const approval = empty ? undefined : await host.approve(s.plan, s.digest);
       const refusal = empty ? undefined : await this.checkApproval(ctx, approval, s.digest, s.installationId);
+      // Grace starts and resets commit before the fence, as ordinary fenced writes (run-observe.ts).
+      try {
+        await observeBeforeFence(ctx, s, epoch, result);
+      } catch (e) {
+        if (!(e instanceof ObservationsChanged)) throw e;
+        return { ...result, status: 'REFUSED', reason: changedReason(e) };
+      }
+      if (empty) return this.nothingToDo(result);
       const fenceStart = Date.now();
       const inFence = (m: MaintenanceCommitter) => this.underFence(ctx, s, m, { epoch, action, approval, refusal }, result);
       const done = await host.withMaintenance(
@@ -271,8 +280,7 @@ export class ArtifactRetention {
       keep = await revalidateAndObserve(ctx, s, m, result);
     } catch (e) {
       if (!(e instanceof ObservationsChanged)) throw e;
-      const reason = `the observations changed since the plan (another retention run committed): run \`alp retention plan\` again (${e.message})`;
-      return { ...result, status: 'REFUSED', reason };
+      return { ...result, status: 'REFUSED', reason: changedReason(e) };
     }
     if (s.plan.candidates.length === 0) return this.nothingToDo(result);
     const j = { root: s.root, action: d.action, digest: s.digest, epoch: d.epoch, approval: d.approval };
@@ -289,7 +297,7 @@ export class ArtifactRetention {
         await quarantine(m, keep, { at: ctx.clock.now().toISOString(), digest: s.digest, approved }, result);
       } catch (e) {
         if (!(e instanceof ObservationsChanged)) throw e;
-        const reason = `the observations changed since the plan (another retention run committed): run \`alp retention plan\` again (${e.message})`;
+        const reason = changedReason(e);
         await journal(ctx, m, j, { status: 'REFUSED', reason, quarantined: result.quarantined.length });
         return { ...result, status: 'REFUSED', reason };
       }
@@ -325,4 +333,8 @@ export class ArtifactRetention {
 /** ALP's own fence, for a host that fences the seed's way (fn() without ALP's handle): readers too; held after a failed PURGE. */
 function ownFence(action: RetentionAction) {
   return { purpose: 'retention', refuseWhileRestoreHeld: true, fenceReaders: true, holdOnFailure: action === 'PURGE' };
+}
+
+function changedReason(e: Error): string {
+  return `the observations changed since the plan (another retention run committed): run \`alp retention plan\` again (${e.message})`;
 }

@@ -1,7 +1,8 @@
 /**
- * What a run does under the fence, and only that (issue 17 item 3, docs/design.md §6 "short fence"):
- * fold in every change since the plan's mark, drop the candidates (and grace starts) referenced since
- * the plan, commit the plan's observation writes conditioned on the states the plan saw, act
+ * What a run does under the fence, and only that (issue 17 item 3, docs/design.md §3 "short fence"):
+ * fold in every change since the plan's mark, drop the candidates referenced since the plan (their
+ * resets conditioned on the states the plan saw; the plan's own observation writes were committed
+ * before the fence, run-observe.ts), act
  * (quarantine; purge: PREPARED, verify the digest, unlink, PURGED) and journal.
  */
 import { ConditionFailed, RestoreHeld } from '../core/errors.ts';
@@ -35,7 +36,7 @@ export const BATCH = 80;
 
 export class ObservationsChanged extends Error {}
 
-const listed = (list: string[], key: string) => {
+export const listed = (list: string[], key: string) => {
   if (list.length < LISTED_KEYS) list.push(key);
 };
 
@@ -54,7 +55,7 @@ export async function revalidateAndObserve(
   await refreshScan(ctx, s.scan, { pins: s.pins });
   const keep: Observation[] = [];
   for (const o of s.chosen) {
-    const why = referencedWhy(s.scan, o) ?? s.scan.digestWhy(o.digest);
+    const why = referencedWhy(s.scan, o) ?? s.scan.digestWhy(o.digest, o.key);
     if (why && o.state === 'PREPARED' && !s.scan.object(o.key)) throw referencedAfterPurge(o, why);
     if (!why) {
       keep.push(o);
@@ -78,7 +79,7 @@ async function commitUpdates(s: PlanSession, m: MaintenanceCommitter, out: ActOu
   for (const page of s.work.updates()) {
     for (const u of page) {
       // A grace start whose object became referenced since the plan: nothing to observe.
-      if (u.kind === 'start' && (s.scan.referencedWhy(u.key) || s.scan.digestWhy(u.item?.digest ?? ''))) {
+      if (u.kind === 'start' && (s.scan.referencedWhy(u.key) || s.scan.digestWhy(u.item?.digest ?? '', u.key))) {
         if (u.prior === null) continue;
         ops.push(updateOp({ ...u, kind: 'reset' }));
         out.counts.reset++;

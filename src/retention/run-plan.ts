@@ -144,7 +144,7 @@ export async function makePlan(ctx: ServiceContext, input: PlanInput): Promise<P
 /** Why `o` is referenced now. An interrupted purge's bytes may be gone: a reference to its key OR its digest counts (B10). */
 export function referencedWhy(scan: ReferenceScan, o: Pick<Observation, 'key' | 'digest' | 'state'>): string | undefined {
   const present = scan.object(o.key);
-  return scan.referencedWhy(o.key) ?? (o.state === 'PREPARED' && !present ? scan.digestWhy(o.digest) : undefined);
+  return scan.referencedWhy(o.key) ?? (o.state === 'PREPARED' && !present ? scan.digestWhy(o.digest, o.key) : undefined);
 }
 
 /** A new reference to bytes an interrupted purge removed: fail closed, naming key and digest (seed 004). */
@@ -214,7 +214,7 @@ async function startGrace(
     let digest: string | undefined = c.digest;
     // Changed bytes: the listing's digest may be the one recorded before the change; read them again.
     if (work.update(c.key)?.why === 'changed') digest = await storedDigest(ctx.content, c.key);
-    if (digest === undefined || scan.digestWhy(digest)) continue;
+    if (digest === undefined || scan.digestWhy(digest, c.key)) continue;
     batch.push({ item: observationOf(root, c, digest, at, ctx.layout.index_shards), prior: prior ? 'PURGED' : null });
     if (batch.length >= 500) flush();
   }
@@ -272,7 +272,7 @@ async function choose(
         work.reset(c, 'changed', true);
         lapsed.push(c.key);
         const listed = scan.object(c.key);
-        if (listed && !scan.digestWhy(actual))
+        if (listed && !scan.digestWhy(actual, c.key))
           work.start(observationOf(o.root, listed, actual, new Date(o.now).toISOString(), ctx.layout.index_shards), c.state);
         continue;
       }

@@ -16,6 +16,8 @@ export function lazyItemStore(config: MetadataConfig): ItemStore {
   };
   const fixed: Record<string, unknown> = {
     engine: config.engine,
+    // The parallelism worth using (ItemStore.scanSegments): known without opening the store.
+    scanSegments: config.engine === 'dynamodb' ? 8 : 1,
     location: config.engine === 'sqlite' ? config.path : `dynamodb://${config.table}`,
     close: async () => {
       if (opened) await (await opened).close();

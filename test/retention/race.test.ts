@@ -82,7 +82,11 @@ describe('retention racing publishers (the GC races on record: distribution#3045
     };
     const operator = async () => {
       const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
+      let orphans = 0;
       while (publishing > 0) {
+        // An orphan per window, so that later runs have candidates to quarantine and purge and take the
+        // fence (a run with nothing to act on commits its grace starts without it: issue 17 item 3).
+        await i.ctx.content.put(`artifacts/ORPHAN${orphans}/v1/x`, bytesOf(`orphan ${orphans++}`));
         for (const action of ['QUARANTINE', 'PURGE'] as const) {
           const result = await retention.run(await epochOf(i.ctx), action, host(i.ctx, { restore: r }), { maxArtifacts: 1000 });
           stats.runs++;
