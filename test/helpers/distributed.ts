@@ -62,11 +62,12 @@ export async function distributedInstallation(
     { credentials: s3.credentials },
   );
   const clock = new ManualClock(start);
+  // ctx.content stays the context's indexed store (issue 17: every write keeps its reference-index
+  // entry); the typed fields give tests the engines' own clock and item store.
   const ctx = Object.assign(createContext({ items, content, clock, ...(opts.layout ? { layout: opts.layout } : {}) }), {
     clock,
     items,
-    content,
-  });
+  }) as ReturnType<typeof createContext> & { clock: ManualClock; items: DynamoItemStore; content: S3ContentStore };
   const metadataUrl = `dynamodb://${table}?region=${dynamo.region}&endpoint=${encodeURIComponent(dynamo.endpoint)}`;
   const contentUrl = `s3://${s3.bucket}/${prefix}?region=${s3.region}&endpoint=${encodeURIComponent(s3.endpoint)}`;
   return {
