@@ -31,8 +31,8 @@ import type { StorageConfig } from '../core/config.ts';
 import { type Digest, sha256 } from '../core/digest.ts';
 import { Conflict, IntegrityError, NotFound, UsageError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { NATIVE_BACKUP_SK_PREFIX, nativeBackupSk, SYS_PK } from '../core/keys.ts';
-import { cond, type ItemKey } from '../store/item-store.ts';
+import { cond } from '../store/item-store.ts';
+import { NATIVE_BACKUPS, nativeBackupKey } from '../system/backups.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { readInstallation } from '../system/installation.ts';
 
@@ -119,7 +119,7 @@ export function nativeClients(cfg: NativeBackupConfig, opts: { credentials?: Dyn
   };
 }
 
-export const nativeBackupKey = (id: string): ItemKey => ({ PK: SYS_PK, SK: nativeBackupSk(id) });
+export { nativeBackupKey };
 
 export async function readNativeBackup(ctx: Pick<ServiceContext, 'items'>, id: string): Promise<NativeBackupRecord | undefined> {
   const item = await ctx.items.get(nativeBackupKey(id), { consistent: true });
@@ -133,8 +133,8 @@ export async function listNativeBackups(ctx: Pick<ServiceContext, 'items'>): Pro
   let cursor: string | undefined;
   do {
     const page = await ctx.items.query({
-      pk: SYS_PK,
-      sk: { beginsWith: NATIVE_BACKUP_SK_PREFIX },
+      pk: NATIVE_BACKUPS.pk,
+      sk: { beginsWith: NATIVE_BACKUPS.skPrefix },
       consistent: true,
       ...(cursor ? { cursor } : {}),
     });

@@ -22,29 +22,15 @@
 import type { ContentStore } from '../content/content-store.ts';
 import { canonicalJson } from '../core/canonical-json.ts';
 import { digestHex, sha256 } from '../core/digest.ts';
-import { EPOCH_RECORD_SK_PREFIX, RECONCILE_SK_PREFIX, restorePk, SYS_PK } from '../core/keys.ts';
-import type { Item, ItemKey, ItemStore } from '../store/item-store.ts';
-import { activationKey } from '../system/restore-proof.ts';
+import type { Item, ItemStore } from '../store/item-store.ts';
+import { isRestoreBookkeeping, isRewrittenByRestore } from '../system/restore-proof.ts';
 import { openScratch } from '../system/scratch.ts';
-import { contentRootKey, epochKey } from '../system/state.ts';
 import { isNeverBackedUp, type VerifiedBackup } from './backup-format.ts';
-
-/** Backup rows a restore and its activation legitimately rewrite: the epoch (advanced), the content root (the target's). */
-const REWRITTEN: readonly ItemKey[] = [epochKey, contentRootKey];
 
 const BATCH = 1000;
 
-const same = (a: ItemKey, b: ItemKey) => a.PK === b.PK && a.SK === b.SK;
-
-/** Rows in the restore that are not in the backup and that the restore of `restoreId` itself wrote. */
-function bookkeeping(key: ItemKey, restoreId: string, backupEpoch: number): boolean {
-  if (key.PK === restorePk(restoreId)) return true; // the restore record and its reconciliations
-  if (key.PK !== SYS_PK) return false;
-  if (same(key, activationKey) || REWRITTEN.some((k) => same(key, k))) return true;
-  if (key.SK.startsWith(RECONCILE_SK_PREFIX)) return true; // reconciliations after the activation
-  if (key.SK.startsWith(EPOCH_RECORD_SK_PREFIX)) return Number(key.SK.slice(EPOCH_RECORD_SK_PREFIX.length)) > backupEpoch;
-  return false;
-}
+/** Rows in the restore that are not in the backup and that the restore itself wrote (system/restore-proof.ts). */
+const bookkeeping = isRestoreBookkeeping;
 
 const row = (pk: string, sk: string) => `${pk} ${sk}`;
 
@@ -97,7 +83,7 @@ export async function compareRestoredItems(
 type Db = ReturnType<typeof openScratch>['db'];
 
 function differences(db: Db, backupId: string, restoreId: string, backupEpoch: number): string | undefined {
-  const rewritten = (pk: string, sk: string) => REWRITTEN.some((k) => k.PK === pk && k.SK === sk);
+  const rewritten = (pk: string, sk: string) => isRewrittenByRestore({ PK: pk, SK: sk });
   let changed = 0;
   let firstChanged: string | undefined;
   const lost = db.prepare('SELECT b.pk, b.sk, r.h AS rh FROM b LEFT JOIN r ON r.pk = b.pk AND r.sk = b.sk WHERE r.h IS NULL OR r.h <> b.h');

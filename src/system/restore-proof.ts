@@ -3,9 +3,18 @@
  * (SYS#installation / RESTORE_ACTIVATION naming a restore record and its reconciliation). Written by
  * recovery/reconcile.ts (activation); read here for retention's restore approvals.
  */
-import { INSTALLATION_SK, RESTORE_ACTIVATION_SK, RESTORE_SK, reconcileSk, restorePk, SYS_PK } from '../core/keys.ts';
+import {
+  EPOCH_RECORD_SK_PREFIX,
+  INSTALLATION_SK,
+  RECONCILE_SK_PREFIX,
+  RESTORE_ACTIVATION_SK,
+  RESTORE_SK,
+  reconcileSk,
+  restorePk,
+  SYS_PK,
+} from '../core/keys.ts';
 import type { ItemKey, ItemStore } from '../store/item-store.ts';
-import { restoreHoldKey } from './state.ts';
+import { contentRootKey, epochKey, restoreHoldKey } from './state.ts';
 
 /** SYS#installation / RESTORE_ACTIVATION: which restore (and reconciliation) this installation was activated from. */
 export const activationKey: ItemKey = { PK: SYS_PK, SK: RESTORE_ACTIVATION_SK };
@@ -55,4 +64,26 @@ export async function readRestoreProof(ctx: { items: ItemStore }): Promise<Resto
     target_metadata: restore.target_metadata as string,
     target_content: restore.target_content as string,
   };
+}
+
+const sameKey = (a: ItemKey, b: ItemKey) => a.PK === b.PK && a.SK === b.SK;
+
+/** Backup rows a restore and its activation legitimately rewrite: the epoch (advanced), the content root (the target's). */
+export function isRewrittenByRestore(key: ItemKey): boolean {
+  return sameKey(key, epochKey) || sameKey(key, contentRootKey);
+}
+
+/**
+ * Whether `key` is a row the restore of `restoreId` (from a backup of epoch `backupEpoch`) itself wrote
+ * or legitimately rewrote: its restore record and reconciliations, the activation, the epoch (advanced)
+ * and its later records, the content root (the target's). recovery/restore-check.ts compares every
+ * other row of a restore with its backup (issue 17 B7).
+ */
+export function isRestoreBookkeeping(key: ItemKey, restoreId: string, backupEpoch: number): boolean {
+  if (key.PK === restorePk(restoreId)) return true;
+  if (key.PK !== SYS_PK) return false;
+  if ([activationKey, epochKey, contentRootKey].some((k) => sameKey(key, k))) return true;
+  if (key.SK.startsWith(RECONCILE_SK_PREFIX)) return true;
+  if (key.SK.startsWith(EPOCH_RECORD_SK_PREFIX)) return Number(key.SK.slice(EPOCH_RECORD_SK_PREFIX.length)) > backupEpoch;
+  return false;
 }

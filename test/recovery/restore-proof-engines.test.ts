@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { RESTORE_SK, reconcileKey, restorePk } from '../../src/core/keys.ts';
 import { listBackups } from '../../src/recovery/backup.ts';
 import { verifyRestoreReference } from '../../src/retention/restore-proof.ts';
@@ -18,7 +18,7 @@ import type { Item, ItemStore } from '../../src/store/item-store.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { readInstallation } from '../../src/system/installation.ts';
 import { activationKey } from '../../src/system/restore-proof.ts';
-import { distributedServers } from '../helpers/distributed.ts';
+import { distributedServers, stopDistributedServers } from '../helpers/distributed.ts';
 import { allItems } from '../helpers/items.ts';
 import { distributed, type Engine, embedded } from '../helpers/retention-harness.ts';
 import { tempDir } from '../helpers/tmp.ts';
@@ -74,6 +74,9 @@ function forgedRows(installationId: string, backupId: string, manifestDigest: st
     },
   ];
 }
+
+// DynamoDB Local and s3rver are child processes: stopped once this file's suites are done, or the file never exits.
+after(() => stopDistributedServers());
 
 for (const engine of [embedded, distributed]) {
   describe(`restore proof against the registered backup (issue 17 B7) — ${engine.name}`, () => {
