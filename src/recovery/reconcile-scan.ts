@@ -8,7 +8,7 @@
 import { checkAuditCounter } from '../audit/counter.ts';
 import { type ChainReport, verifyArtifactAudit } from '../audit/verify.ts';
 import { listAll } from '../content/content-store.ts';
-import { restorePk } from '../core/keys.ts';
+import { observationPk, observationSk, restorePk } from '../core/keys.ts';
 import { forEachLimited } from '../core/limit.ts';
 import { IMMUTABLE_PREFIXES } from '../core/object-keys.ts';
 import { provenanceArtifactId, publishProvenanceDocument } from '../lifecycle/provenance.ts';
@@ -16,6 +16,7 @@ import { type ObjectRef, refsOfItem } from '../lifecycle/references.ts';
 import { type Progress, type VerifyReport, verifyObjects } from '../lifecycle/verify-content.ts';
 import type { ItemKey } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
+import { contentRootId } from '../system/ref-index.ts';
 import { openScratch, type Scratch } from '../system/scratch.ts';
 import { stateKey } from '../telemetry/queue.ts';
 import { isNeverBackedUp, openBackup, type VerifiedBackup } from './backup-format.ts';
@@ -249,7 +250,9 @@ export async function verifyObjectsPaged(
     counts.referenced += page.length;
     counts.verified += r.ok;
     counts.bytes += r.bytes;
+    const superseded = new Set(page.filter((e) => e.superseded).map((e) => e.key));
     for (const f of r.findings) {
+      if (f.problem === 'missing' && superseded.has(f.key) && (await reclaimedByRetention(ctx, f.key))) continue;
       if (f.problem === 'missing') counts.missing++;
       else if (f.problem === 'corrupt') counts.corrupt++;
       else if (f.problem === 'error') counts.errors++;
@@ -354,4 +357,15 @@ export async function verifyInBatches(ctx: ServiceContext, refs: ObjectRef[], co
   });
   total.findings.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return total;
+}
+
+/**
+ * An archived original (its verified archive copy is what the version reads: issue 17 B13) that the
+ * retention protocol reclaimed — its observation is PURGED — is absent by design, not a finding. An
+ * original missing without that record is still one.
+ */
+async function reclaimedByRetention(ctx: ServiceContext, key: string): Promise<boolean> {
+  const root = contentRootId(ctx.content.location);
+  const o = await ctx.items.get({ PK: observationPk(root, key, ctx.layout.index_shards), SK: observationSk(key) }, { consistent: true });
+  return o?.state === 'PURGED';
 }
