@@ -15,7 +15,7 @@ import { keyOfObservation, type Observation, type RetentionAction, type Retentio
 import { normalisePins, storedDigest, unlinkUnpinned } from './purge.ts';
 import { LISTED_KEYS, type PlanSession, referencedAfterPurge, referencedWhy } from './run-plan.ts';
 import { refreshScan } from './run-scan.ts';
-import { updateOp } from './run-workset.ts';
+import { type ObservationUpdate, updateOp } from './run-workset.ts';
 
 /** The writer a run commits through: every transaction also proves the fence and the epoch. */
 export interface MaintenanceCommitter {
@@ -35,6 +35,17 @@ export interface ActOutcome {
 export const BATCH = 80;
 
 export class ObservationsChanged extends Error {}
+
+/** Counts a committed observation write in the outcome (a grace start or a reset). */
+export function countUpdate(out: ActOutcome, u: Pick<ObservationUpdate, 'kind' | 'key'>): void {
+  if (u.kind === 'start') {
+    out.counts.observed++;
+    listed(out.observed, u.key);
+  } else {
+    out.counts.reset++;
+    listed(out.reset, u.key);
+  }
+}
 
 export const listed = (list: string[], key: string) => {
   if (list.length < LISTED_KEYS) list.push(key);
@@ -86,13 +97,7 @@ async function commitUpdates(s: PlanSession, m: MaintenanceCommitter, out: ActOu
         listed(out.reset, u.key);
       } else {
         ops.push(updateOp(u));
-        if (u.kind === 'start') {
-          out.counts.observed++;
-          listed(out.observed, u.key);
-        } else {
-          out.counts.reset++;
-          listed(out.reset, u.key);
-        }
+        countUpdate(out, u);
       }
       if (ops.length >= BATCH) {
         await m.commit(ops);

@@ -11,7 +11,7 @@ import type { TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { fenceCheck } from '../system/fence.ts';
 import { epochCheck, noRestoreHoldCheck, readEpoch } from '../system/state.ts';
-import { type ActOutcome, BATCH, listed, ObservationsChanged } from './run-act.ts';
+import { type ActOutcome, BATCH, countUpdate, ObservationsChanged } from './run-act.ts';
 import type { PlanSession } from './run-plan.ts';
 import { type ObservationUpdate, updateOp } from './run-workset.ts';
 
@@ -30,13 +30,7 @@ export async function observeBeforeFence(ctx: ServiceContext, s: PlanSession, ep
     }
     for (const u of batch) {
       s.work.forget(u.key);
-      if (u.kind === 'start') {
-        out.counts.observed++;
-        listed(out.observed, u.key);
-      } else {
-        out.counts.reset++;
-        listed(out.reset, u.key);
-      }
+      countUpdate(out, u);
     }
   };
   for (const page of s.work.updates()) for (let i = 0; i < page.length; i += BATCH) await commit(page.slice(i, i + BATCH));
