@@ -201,12 +201,16 @@ export const retentionRunSk = (timestamp: string, runId: string) => `${RETENTION
 /**
  * The reference index (issue 17, system/ref-index.ts; docs/data-model.md "Reference index"): one entry
  * per object, written when the object is written, naming the digests found inside its bytes.
- * REFIDX#{root}{#s} / OBJ#{key}, s = shardOf(the whole object key): entries are written by plain puts
- * (no transaction needs them in one shard), and a directory shard would put every `provenance/`
- * document's entry in one partition.
+ * REFIDX#{root}{#s} / OBJ#{key}, s = the shard of the object's directory (what one publish writes —
+ * content and metadata.json — lands in one partition), or of the key itself when the directory is a
+ * top-level prefix (every `provenance/{id}.json` in one directory would make one hot partition).
  */
+export const refIndexShardOf = (objectKey: string, indexShards: number) => {
+  const dir = objectKey.slice(0, objectKey.lastIndexOf('/') + 1);
+  return shardOf(dir === '' || dir.indexOf('/') === dir.length - 1 ? objectKey : dir, indexShards);
+};
 export const refIndexPk = (contentRootId: string, objectKey: string, indexShards: number) =>
-  `REFIDX#${contentRootId}${shardSuffix(shardOf(objectKey, indexShards), indexShards)}`;
+  `REFIDX#${contentRootId}${shardSuffix(refIndexShardOf(objectKey, indexShards), indexShards)}`;
 export const refIndexPartitions = (contentRootId: string, indexShards: number) => indexPartitions(`REFIDX#${contentRootId}`, indexShards);
 export const REF_INDEX_SK_PREFIX = 'OBJ#';
 export const refIndexSk = (objectKey: string) => `${REF_INDEX_SK_PREFIX}${objectKey}`;

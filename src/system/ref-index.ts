@@ -8,7 +8,7 @@
  * items record, is read and scanned, never assumed clean. An entry with `overflow` (more digests than an
  * item holds) says "scan me": it is never a reason to skip the bytes.
  *
- * Entries live in REFIDX#{root}{#s} / OBJ#{key} (core/keys.ts refIndexPk, s = shard of the key): per content root (paths are
+ * Entries live in REFIDX#{root}{#s} / OBJ#{key} (core/keys.ts refIndexPk, s = the directory's shard, or the key's for top-level directories): per content root (paths are
  * installation-local), sharded like the object's observation. They are bookkeeping, not references:
  * the retention scan skips items of type `ref_index` (their digests name what is INSIDE an object, which
  * matters only when that object is itself referenced).
