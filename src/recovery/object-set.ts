@@ -62,6 +62,7 @@ export class ObjectSet {
   private readonly scratch: Scratch;
   private readonly insert;
   private readonly lookup;
+  private readonly supersede;
   count = 0;
 
   constructor(label: string) {
@@ -74,6 +75,7 @@ export class ObjectSet {
       'INSERT OR IGNORE INTO o (key, digest, size, source, mutable, retained, superseded) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
     this.lookup = db.prepare('SELECT * FROM o WHERE key = ?');
+    this.supersede = db.prepare('UPDATE o SET superseded = 1 WHERE key = ? AND digest = ?');
   }
 
   /**
@@ -90,6 +92,9 @@ export class ObjectSet {
           this.count++;
           continue;
         }
+        // Superseded is a fact about the key (the item recording its verified archive copy says so),
+        // whichever item named it first: an audit entry naming the same original does not undo it (B13).
+        if (r.superseded) this.supersede.run(r.key, r.digest);
         const seen = this.get(r.key);
         if (seen && seen.digest !== r.digest) conflicts.push({ ref: r, seen });
       }

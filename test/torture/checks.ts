@@ -21,6 +21,7 @@ import type { Runtime } from '../../src/cli/runtime.ts';
 import type { Clock } from '../../src/core/clock.ts';
 import type { StorageConfig } from '../../src/core/config.ts';
 import { artifactPk, executionSk, HEAD_SK, provenanceSk, RUN_POINTER_SK, runPk, SYS_PK, versionSk } from '../../src/core/keys.ts';
+import { getOriginalOrArchived } from '../../src/lifecycle/archived-read.ts';
 import { listBackups } from '../../src/recovery/backup.ts';
 import { openBackup } from '../../src/recovery/backup-format.ts';
 import { reconcile } from '../../src/recovery/reconcile.ts';
@@ -291,9 +292,20 @@ export async function readBackAcknowledged(ctx: ServiceContext, journal: Journal
     if (l.op === 'output') refs.push({ key: l.key, digest: l.digest, size: l.size });
     if (l.op === 'archive') for (const a of l.objects) refs.push({ key: a.archive_key, digest: a.digest, size: a.size });
   }
+  // An archived original may be reclaimed by retention once its verified copy exists (issue 17 B13):
+  // then the version reads the copy (lifecycle/archived-read.ts), and so does this check.
+  const copies = new Map<string, string>();
+  for (const l of journal) if (l.op === 'archive') for (const a of l.objects) copies.set(a.digest, a.archive_key);
   let bytes = 0;
   for (const ref of refs) {
-    const stream = await ctx.content.get(ref.key, ref.digest as never, ref.size === undefined ? {} : { expectedSize: ref.size });
+    const opts = ref.size === undefined ? {} : { expectedSize: ref.size };
+    const copy = copies.get(ref.digest);
+    const stream = await getOriginalOrArchived(
+      ctx.content,
+      { original: ref.key, archive: copy === ref.key ? undefined : copy },
+      ref.digest as never,
+      opts,
+    );
     for await (const c of stream) bytes += (c as Buffer).length;
   }
   return { objects: refs.length, bytes };
