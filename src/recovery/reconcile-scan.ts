@@ -7,7 +7,6 @@
  */
 import { checkAuditCounter } from '../audit/counter.ts';
 import { type ChainReport, verifyArtifactAudit } from '../audit/verify.ts';
-import { listAll } from '../content/content-store.ts';
 import { observationPk, observationSk, restorePk } from '../core/keys.ts';
 import { forEachLimited } from '../core/limit.ts';
 import { IMMUTABLE_PREFIXES } from '../core/object-keys.ts';
@@ -327,7 +326,7 @@ export async function verifyChains(
 export async function unexpectedObjects(ctx: ServiceContext, named: ObjectSet, findings: FindingList): Promise<number> {
   let n = 0;
   for (const prefix of IMMUTABLE_PREFIXES) {
-    for await (const o of listAll(ctx.content, prefix)) {
+    for await (const o of ctx.content.list(prefix)) {
       if (named.has(o.key)) continue;
       n++;
       findings.push({ kind: 'unexpected', problem: 'unexpected', key: o.key, detail: `${o.size} bytes that no item names` });

@@ -37,16 +37,21 @@ export async function listObjects(ctx: ServiceContext, ws: Workset, prefixes: re
   let count = 0;
   const cold = (o: ObjectInfo) => ctx.content.hasStorageClasses && o.storageClass === 'GLACIER';
   await inParallel(prefixes, prefixes.length, async (prefix) => {
-    let cursor: string | undefined;
-    do {
-      const page = await ctx.content.listPage(prefix, cursor ? { cursor } : {});
+    let batch: ObjectInfo[] = [];
+    const flush = () => {
+      const b = batch;
+      batch = [];
       ws.tx(() => {
-        for (const o of page.objects) ws.addObject(o, cold(o));
+        for (const o of b) ws.addObject(o, cold(o));
       });
-      count += page.objects.length;
+      count += b.length;
       progress('list', count);
-      cursor = page.cursor;
-    } while (cursor);
+    };
+    for await (const o of ctx.content.list(prefix)) {
+      batch.push(o);
+      if (batch.length >= BATCH) flush();
+    }
+    flush();
   });
   return count;
 }

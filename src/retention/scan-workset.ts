@@ -58,6 +58,9 @@ export function prefixEnd(prefix: string): string {
 
 type Stmt = Database.Statement;
 
+/** Staged strings remembered to skip repeats (bounded: cleared when full). */
+const RECENTLY_STAGED = 4096;
+
 export interface InFlight {
   artifact: string;
   pk: string;
@@ -86,6 +89,7 @@ export class Workset {
   readonly pendingEntries: RefIndexEntry[] = [];
   /** The partitions of the content root's reference-index entries (the item pass keeps their entries). */
   entryPartitions = new Set<string>();
+  private readonly recentlyStaged = new Set<string>();
 
   constructor() {
     this.scratch = openScratch('refscan');
@@ -153,6 +157,11 @@ export class Workset {
   }
   /** A string of an item (kind k: key, d: digest, t: typed key + digest), resolved once the partition is known. */
   stage(scope: string, kind: 'k' | 'd' | 't', value: string, why: string, digest?: string): void {
+    // A partition's items (adjacent in a scan) name the same strings many times: the first one is enough.
+    const seen = `${scope}\u0000${kind}\u0000${value}\u0000${digest ?? ''}`;
+    if (this.recentlyStaged.has(seen)) return;
+    if (this.recentlyStaged.size >= RECENTLY_STAGED) this.recentlyStaged.clear();
+    this.recentlyStaged.add(seen);
     this.s.stage?.run(scope, kind, value, digest ?? null, why);
   }
   /** An archived original (and its digest) that the items of `scope` no longer reference. */

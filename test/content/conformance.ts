@@ -259,7 +259,18 @@ export function contentStoreConformance(h: ContentStoreHarness): void {
 
     it('lists keys under a prefix in UTF-8 byte order, paginated, each exactly once', async () => {
       const n = ns();
-      const keys = [`${n}/a-c`, `${n}/a/b`, `${n}/a/b2/c`, `${n}/a0`, `${n}/b/é`, `${n}/b/z`, `${n}/ab`];
+      // U+FF5E sorts below an astral character in UTF-8 bytes but above it in UTF-16 code units.
+      const keys = [
+        `${n}/a-c`,
+        `${n}/a/b`,
+        `${n}/a/b2/c`,
+        `${n}/a0`,
+        `${n}/b/é`,
+        `${n}/b/z`,
+        `${n}/ab`,
+        `${n}/b/\uff5e`,
+        `${n}/b/\u{1f600}`,
+      ];
       for (const k of keys) await store.put(k, bytesOf(k));
       await store.put(`${n}x/outside`, bytesOf('no'));
       const expected = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
@@ -273,6 +284,13 @@ export function contentStoreConformance(h: ContentStoreHarness): void {
         } while (cursor);
         assert.deepEqual(seen, expected, `limit ${limit}`);
       }
+      const whole: Array<{ key: string; size: number }> = [];
+      for await (const o of store.list(`${n}/`)) whole.push({ key: o.key, size: o.size });
+      assert.deepEqual(
+        whole,
+        expected.map((k) => ({ key: k, size: Buffer.byteLength(k) })),
+        'list() is the pages, in order',
+      );
       const viaIterator: string[] = [];
       for await (const o of store.list(`${n}/a/`)) viaIterator.push(o.key);
       assert.deepEqual(viaIterator, [`${n}/a/b`, `${n}/a/b2/c`]);

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { ContentStore } from '../../src/content/content-store.ts';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
+import { compareUtf8 } from '../../src/content/fs/fs-walk.ts';
 import { sha256 } from '../../src/core/digest.ts';
 import { InvalidInput, NotFound } from '../../src/core/errors.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
@@ -93,5 +95,40 @@ describe('fs engine specifics', () => {
     assert.equal(fs.readFileSync(path.join(root, 'artifacts/x/v1/f.txt'), 'utf8'), 'hi');
     await assert.rejects(store.get('artifacts/x/v1/f.txt/more', sha256('')), NotFound);
     assert.equal((await collect(await store.get('artifacts/x/v1/f.txt', sha256('hi')))).toString(), 'hi');
+  });
+
+  it('list() skips temp files and symlinks like a page does, and an early stop ends its worker', async () => {
+    const root = tempDir('alp-fs');
+    const store = await FsContentStore.open(root);
+    for (let i = 0; i < 1200; i++) await store.put(`artifacts/many/v1/f${String(i).padStart(4, '0')}`, bytesOf('x'));
+    fs.writeFileSync(path.join(root, 'artifacts/many/v1/.alp-tmp-1-x'), 'partial');
+    fs.symlinkSync(path.join(root, 'artifacts/many/v1/f0000'), path.join(root, 'artifacts/many/v1/link'));
+    const listed: string[] = [];
+    for await (const o of store.list('artifacts/')) listed.push(o.key);
+    assert.equal(listed.length, 1200);
+    assert.deepEqual(listed.slice(0, 2), ['artifacts/many/v1/f0000', 'artifacts/many/v1/f0001']);
+    const paged = [
+      ...(await store.listPage('artifacts/')).objects,
+      ...(await store.listPage('artifacts/', { cursor: (await store.listPage('artifacts/')).cursor as string })).objects,
+    ];
+    assert.deepEqual(
+      paged.map((o) => o.key),
+      listed,
+    );
+    let taken = 0;
+    for await (const _ of store.list('artifacts/')) if (++taken === 3) break;
+    assert.equal(taken, 3);
+  });
+});
+
+describe('fs listing order', () => {
+  it('compareUtf8 orders strings as their UTF-8 bytes do', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (a, b) => {
+        const bytes = Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b)));
+        assert.equal(Math.sign(compareUtf8(a, b)), bytes);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -23,7 +23,6 @@ import {
   type GetOptions,
   isCreateOnlyKey,
   type ListPage,
-  listAll,
   type ObjectInfo,
   type PutOptions,
   type PutResult,
@@ -32,6 +31,7 @@ import {
 } from '../content-store.ts';
 import { checkRange, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
 import { VerifyingStream } from '../verify-stream.ts';
+import { reportedClass, walkInWorker, walkObjects } from './fs-walk.ts';
 
 const TEMP_PREFIX = '.alp-tmp-';
 const READ_CHUNK = 1 << 20;
@@ -326,24 +326,25 @@ export class FsContentStore implements ContentStore {
     validateListPrefix(prefix);
     const limit = listLimit(opts.limit);
     const after = opts.cursor === undefined ? undefined : decodeListCursor(opts.cursor, prefix);
-    const slash = prefix.lastIndexOf('/');
-    const dirKey = slash >= 0 ? prefix.slice(0, slash + 1) : '';
     const objects: ObjectInfo[] = [];
     let more = false;
-    for await (const info of this.walk(dirKey, prefix, after)) {
-      if (objects.length === limit) {
+    for await (const batch of this.walk(prefix, after)) {
+      const room = limit - objects.length;
+      objects.push(...batch.slice(0, room));
+      if (batch.length > room) {
         more = true;
         break;
       }
-      objects.push(info);
     }
     const page: ListPage = { objects };
     if (more) page.cursor = encodeListCursor((objects[objects.length - 1] as ObjectInfo).key);
     return page;
   }
 
-  list(prefix: string): AsyncIterable<ObjectInfo> {
-    return listAll(this, prefix);
+  /** One walk of the whole prefix (fs-walk.ts), not a walk per page, on a worker thread. */
+  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+    validateListPrefix(prefix);
+    for await (const batch of this.walk(prefix, undefined, true)) yield* batch;
   }
 
   async copy(sourceKey: string, targetKey: string, opts: { expectedDigest: Digest; storageClass?: StorageClass }): Promise<PutResult> {
@@ -449,50 +450,19 @@ export class FsContentStore implements ContentStore {
     return path.join(current, segments[segments.length - 1] as string);
   }
 
-  /** Depth-first walk in UTF-8 byte order of keys, skipping temp files and symlinks. */
-  private async *walk(dirKey: string, prefix: string, after: string | undefined, known?: string): AsyncGenerator<ObjectInfo> {
-    // `known`: the directory's path, when the parent's listing just showed it is a directory.
+  /** The walk of fs-walk.ts from the prefix's directory (symlink-checked), in batches. */
+  private async *walk(prefix: string, after: string | undefined, worker = false): AsyncGenerator<ObjectInfo[]> {
+    const slash = prefix.lastIndexOf('/');
+    const dirKey = slash >= 0 ? prefix.slice(0, slash + 1) : '';
     let dirPath: string;
     try {
-      dirPath = known ?? (dirKey === '' ? this.root : await this.resolveExisting(`${dirKey}x`).then((p) => path.dirname(p)));
+      dirPath = dirKey === '' ? this.root : path.dirname(await this.resolveExisting(`${dirKey}x`));
     } catch (e) {
       if (e instanceof NotFound) return;
       throw e;
     }
-    const entries = await fs.readdir(dirPath, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return [] as Dirent[];
-      throw e;
-    });
-    const sorted = entries
-      .filter((e) => (e.isDirectory() || e.isFile()) && !e.name.startsWith(TEMP_PREFIX))
-      .map((e) => ({ entry: e, sortKey: Buffer.from(dirKey + e.name + (e.isDirectory() ? '/' : ''), 'utf8') }))
-      .sort((a, b) => Buffer.compare(a.sortKey, b.sortKey));
-    // The files' sizes of one directory are read together (one round trip each, overlapped).
-    const sizes = new Map<string, Promise<import('node:fs').Stats | undefined>>();
-    const afterBytes = after === undefined ? undefined : Buffer.from(after, 'utf8');
-    for (const { entry, sortKey } of sorted) {
-      if (entry.isDirectory() || !sortKey.toString('utf8').startsWith(prefix)) continue;
-      if (afterBytes && Buffer.compare(sortKey, afterBytes) <= 0) continue;
-      sizes.set(
-        entry.name,
-        fs.lstat(path.join(dirPath, entry.name)).catch(() => undefined),
-      );
-    }
-    for (const { entry, sortKey } of sorted) {
-      const keyText = sortKey.toString('utf8');
-      if (entry.isDirectory()) {
-        // Skip a directory when none of its keys can match the prefix or follow the cursor.
-        if (!keyText.startsWith(prefix) && !prefix.startsWith(keyText)) continue;
-        if (after !== undefined && !after.startsWith(keyText) && Buffer.compare(sortKey, Buffer.from(after, 'utf8')) < 0) continue;
-        yield* this.walk(keyText, prefix, after, path.join(dirPath, entry.name));
-      } else {
-        if (!keyText.startsWith(prefix)) continue;
-        if (after !== undefined && Buffer.compare(sortKey, Buffer.from(after, 'utf8')) <= 0) continue;
-        const stat = await sizes.get(entry.name);
-        if (!stat?.isFile()) continue;
-        yield { key: keyText, size: stat.size, storageClass: reportedClass(keyText) };
-      }
-    }
+    const scope = { dirKey, dirPath, prefix, ...(after !== undefined ? { after } : {}), tempPrefix: TEMP_PREFIX };
+    yield* worker ? walkInWorker(scope) : walkObjects(scope);
   }
 }
 
@@ -525,10 +495,6 @@ async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
     const { bytesWritten } = await fh.write(buf, offset, buf.length - offset);
     offset += bytesWritten;
   }
-}
-
-function reportedClass(key: string): StorageClass {
-  return key.startsWith('archive/') ? 'GLACIER' : 'STANDARD';
 }
 
 function mapFsError(e: unknown, key: string): Error {
