@@ -19,20 +19,10 @@ import type { Item } from '../src/store/item-store.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
 import { initInstallation } from '../src/system/installation.ts';
 import { contentRootId, refIndexItem } from '../src/system/ref-index.ts';
+import { allItems } from '../test/helpers/items.ts';
 
 const agent = { id: 'bench', kind: 'agent' as const };
 const BATCH = 5000;
-
-async function allItems(items: SqliteItemStore): Promise<Item[]> {
-  const out: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.scan(cursor ? { cursor } : {});
-    out.push(...page.items);
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
-}
 
 async function listFiles(root: string): Promise<string[]> {
   const out: string[] = [];
