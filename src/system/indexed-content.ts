@@ -25,9 +25,7 @@
  */
 import type { Body, ContentStore, PutOptions, PutResult, StagedObject } from '../content/content-store.ts';
 import type { Clock } from '../core/clock.ts';
-import { DigestAccumulator } from '../core/digest.ts';
 import { ReferenceScanner } from '../core/digest-scan.ts';
-import { ArchivedCold, NotFound } from '../core/errors.ts';
 import { HISTORY_SEGMENT_PREFIX, IMMUTABLE_PREFIXES, MUTABLE_PREFIXES } from '../core/object-keys.ts';
 import type { ItemStore } from '../store/item-store.ts';
 import type { Layout } from './layout.ts';
@@ -242,65 +240,4 @@ export function indexedContent(content: ContentStore, items: ItemStore, layout: 
       return bound.get(prop);
     },
   });
-}
-
-export interface IndexingContext {
-  items: ItemStore;
-  content: ContentStore;
-  layout: Layout;
-  clock: Clock;
-}
-
-export interface ScannedAndIndexed {
-  /** The entry written (or that could not be written: the scan's result either way). */
-  entry: RefIndexEntry;
-  /** Every digest found inside, however many (the entry holds none when it overflowed). */
-  digests: Set<string>;
-}
-
-/**
- * The backfill (issue 17 item 1: objects written before the index): reads `key` raw, hashes and scans
- * it in one pass, writes its entry and returns it with every digest found. Undefined for an object that
- * is absent or cold (ARCHIVED_COLD: not readable until restored). A scan that fails closed (a
- * decompression bomb: INVALID; a history segment that is not gzip: INTEGRITY) throws as
- * `scanForDigests` does, and no entry is written. A failed entry write is not an error (the object is
- * simply scanned again next time).
- */
-export async function scanAndIndex(ctx: IndexingContext, key: string): Promise<ScannedAndIndexed | undefined> {
-  let stream: AsyncIterable<Uint8Array>;
-  try {
-    stream = await ctx.content.readRaw(key);
-  } catch (e) {
-    if (e instanceof NotFound || e instanceof ArchivedCold) return undefined;
-    throw e;
-  }
-  const scanner = new ReferenceScanner({ what: `object ${key}`, requireGzip: key.startsWith(HISTORY_SEGMENT_PREFIX) });
-  const acc = new DigestAccumulator();
-  try {
-    for await (const chunk of stream) {
-      acc.update(chunk);
-      await scanner.push(chunk);
-      if (scanner.failed) throw scanner.failed;
-    }
-  } finally {
-    if (scanner.failed) (stream as { destroy?: () => void }).destroy?.();
-  }
-  const digests = await scanner.finish();
-  const overflow = digests.size > MAX_INDEXED_DIGESTS;
-  const entry: RefIndexEntry = {
-    key,
-    digest: acc.digest(),
-    size: acc.size,
-    digests: overflow ? [] : [...digests].sort(),
-    ...(overflow ? { overflow: true } : {}),
-    indexed_at: ctx.clock.now().toISOString(),
-  };
-  const root = contentRootId(ctx.content.location);
-  await putRefIndexEntry(ctx.items, root, ctx.layout.index_shards, entry).catch(() => {});
-  return { entry, digests };
-}
-
-/** `scanAndIndex`'s entry alone (the brief's form): undefined for an absent or cold object. */
-export async function indexObject(ctx: IndexingContext, key: string): Promise<RefIndexEntry | undefined> {
-  return (await scanAndIndex(ctx, key))?.entry;
 }

@@ -19,7 +19,7 @@ import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { compensate } from '../../src/lifecycle/compensation.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
-import { indexedContent, indexObject, innerContent, scanAndIndex } from '../../src/system/indexed-content.ts';
+import { indexedContent, innerContent } from '../../src/system/indexed-content.ts';
 import { contentRootId, entryOf, MAX_INDEXED_DIGESTS, type RefIndexEntry, refIndexKey } from '../../src/system/ref-index.ts';
 import { FaultPlan, FaultyItemStore } from '../faults/faulty-stores.ts';
 import { embeddedContext } from '../helpers/context.ts';
@@ -215,11 +215,6 @@ for (const [profile, open] of PROFILES) {
         const p = await innerContent(ctx.content).put(plain, bytesOf(`p ${d}`));
         await ctx.content.copy(plain, 'archive/2026/03/01TESTINDEX/v4/p.txt', { expectedDigest: p.digest });
         assert.equal(await entry(ctx, 'archive/2026/03/01TESTINDEX/v4/p.txt'), undefined);
-        // The backfill indexes it from its bytes.
-        const back = await indexObject(ctx, plain);
-        assert.deepEqual(back?.digests, [d]);
-        await assertIndexed(ctx, plain, p.digest);
-        assert.equal(await indexObject(ctx, 'artifacts/01TESTINDEX/v9/absent.txt'), undefined);
       } finally {
         await close();
       }
@@ -273,8 +268,6 @@ for (const [profile, open] of PROFILES) {
           assert.equal(typeof ctx.content[m], typeof inner[m], m);
         }
         assert.equal(innerContent(indexedContent(ctx.content, ctx.items, ctx.layout, ctx.clock)), inner, 'never stacked');
-        const r = await scanAndIndex(ctx, 'artifacts/none/v1/none');
-        assert.equal(r, undefined);
       } finally {
         await close();
       }
