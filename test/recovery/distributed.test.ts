@@ -52,7 +52,8 @@ after(async () => {
   if (servers) for (const s of await servers) await s.stop();
 });
 
-type Distributed = ServiceContext & { clock: ManualClock; items: DynamoItemStore; content: S3ContentStore };
+/** `prefix`: the content root's bucket prefix (for corrupting an object behind ALP's back). */
+type Distributed = ServiceContext & { clock: ManualClock; items: DynamoItemStore; prefix: string };
 
 async function open(prefix: string, table?: string): Promise<Distributed> {
   const [dynamo, s3] = await start();
@@ -70,7 +71,7 @@ async function open(prefix: string, table?: string): Promise<Distributed> {
     await items.close();
   });
   const clock = new ManualClock('2026-03-01T12:00:00.000Z');
-  return Object.assign(createContext({ items, content, clock }), { clock, items, content });
+  return Object.assign(createContext({ items, content, clock }), { clock, items, prefix });
 }
 
 const notRegistry = (i: { PK: string; SK: string }) => i.PK === 'SYS#installation' && i.SK.startsWith('BACKUP#');
@@ -132,7 +133,7 @@ describe('recovery on DynamoDB Local + s3rver', () => {
     // One object corrupted behind ALP's back in the new root: FAILED, naming it; never activated.
     const victim = (await moved.items.scan()).items.find((i) => i.type === 'version') as unknown as { content_key: string };
     const [, s3] = await start();
-    await s3.corrupt(`${moved.content.prefix}${victim.content_key}`, Buffer.from('tampered'));
+    await s3.corrupt(`${moved.prefix}${victim.content_key}`, Buffer.from('tampered'));
     const bad = await reconcile(moved, { actor: 'os:tester' });
     assert.equal(bad.status, 'FAILED');
     assert.deepEqual(
