@@ -122,6 +122,7 @@ async function itemPass(ctx: ServiceContext, ws: Workset, segments: number, stat
       ),
   );
   ws.resolveStaged();
+  ws.itemPassDone = true;
   noteInFlightVersions(ws, now);
 }
 

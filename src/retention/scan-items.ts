@@ -40,11 +40,17 @@ export function stringsIn(value: unknown, visit: (s: string) => void): void {
   }
 }
 
+/** The first characters of KEY_PREFIXES: a string starting with none of them names no key. */
+const KEY_INITIALS = new Set(KEY_PREFIXES.map((p) => p.charCodeAt(0)));
+const DIGEST_LENGTH = 'sha256:'.length + 64;
+
 function stageStrings(ws: Workset, scope: string, value: unknown, why: string): void {
   stringsIn(value, (s) => {
-    DIGEST_SCAN_PATTERN.lastIndex = 0;
-    for (let m = DIGEST_SCAN_PATTERN.exec(s); m; m = DIGEST_SCAN_PATTERN.exec(s)) ws.stage(scope, 'd', m[0], why);
-    if (KEY_PREFIXES.some((p) => s.startsWith(p))) ws.stage(scope, 'k', s, why);
+    if (s.length >= DIGEST_LENGTH && s.includes('sha256:')) {
+      DIGEST_SCAN_PATTERN.lastIndex = 0;
+      for (let m = DIGEST_SCAN_PATTERN.exec(s); m; m = DIGEST_SCAN_PATTERN.exec(s)) ws.stage(scope, 'd', m[0], why);
+    }
+    if (KEY_INITIALS.has(s.charCodeAt(0)) && KEY_PREFIXES.some((p) => s.startsWith(p))) ws.stage(scope, 'k', s, why);
   });
 }
 

@@ -90,6 +90,8 @@ export class Workset {
   /** The partitions of the content root's reference-index entries (the item pass keeps their entries). */
   entryPartitions = new Set<string>();
   private readonly recentlyStaged = new Set<string>();
+  /** Set once the item pass is over: later entries (a refresh) replace what reads or entries said. */
+  itemPassDone = false;
 
   constructor() {
     this.scratch = openScratch('refscan');
@@ -187,7 +189,8 @@ export class Workset {
   /** A reference-index entry met in the item pass; its inner digests wait in `inner` until it is found usable. */
   entry(e: RefIndexEntry): void {
     this.s.entry?.run(e.key, e.digest, e.size, e.overflow === true || e.digests.length > MAX_INDEXED_DIGESTS ? 1 : 0);
-    this.s.forget?.run(e.key);
+    // During the item pass an object's one entry is the first word on its inner digests (nothing reads before).
+    if (this.itemPassDone) this.s.forget?.run(e.key);
     for (const d of e.digests) this.s.inner?.run(e.key, d);
   }
   /**
