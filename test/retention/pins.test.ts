@@ -13,7 +13,6 @@ import { Conflict, Forbidden, InvalidInput, MaintenanceInProgress, NotFound } fr
 import { PINS_PK, TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
 import { createBackup } from '../../src/recovery/backup.ts';
 import { restoreBackup } from '../../src/recovery/restore.ts';
-import { localTrustedHost } from '../../src/retention/host.ts';
 import { addPin, getPin, listPins, pinHistory, removePin, storedPins } from '../../src/retention/pins.ts';
 import { scanReferences } from '../../src/retention/references.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
@@ -33,10 +32,13 @@ import {
   epochOf,
   host,
   installationsOf,
+  observationOf,
   operator,
-  type RetentionInstallation,
+  plantOrphan,
+  purgeDiesAtFirstDelete,
+  runRetention,
 } from '../helpers/retention-harness.ts';
-import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
+import { collect, tempDir } from '../helpers/tmp.ts';
 
 after(stopDistributedServers);
 
@@ -53,18 +55,7 @@ async function all<T>(it: AsyncIterable<T>): Promise<T[]> {
 function pinsSuite(engine: Engine): void {
   describe(`persistent pins (issue 17 B8) on ${engine.name}`, () => {
     const fresh = installationsOf(engine);
-    const orphan = async (i: RetentionInstallation, key: string, data: string) => (await i.ctx.content.put(key, bytesOf(data))).digest;
-    /** A run given no --pin: the host supplies none, so only the stored pins can keep an object. */
-    const run = async (i: RetentionInstallation, action: 'QUARANTINE' | 'PURGE', restore: string) => {
-      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
-      try {
-        return await retention.run(await epochOf(i.ctx), action, host(i.ctx, { restore }));
-      } finally {
-        await retention.close();
-      }
-    };
-    const observation = async (i: RetentionInstallation, key: string) =>
-      (await new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock }).observations()).get(key);
+    // Every runRetention here is given no --pin: the host supplies none, so only the stored pins can keep an object.
 
     it('add, list (paged, digest order), remove; every change recorded with who, when and why', async () => {
       const i = await fresh();
@@ -132,26 +123,26 @@ function pinsSuite(engine: Engine): void {
     it('a pinned orphan is never quarantined or purged by a run given no --pin; removing the pin lets the normal protocol proceed', async () => {
       const i = await fresh();
       const restore = await i.verifiedRestore();
-      const kept = await orphan(i, 'artifacts/pin/v1/kept', 'the operator keeps this');
-      await orphan(i, 'artifacts/pin/v1/loose', 'nobody wants this');
+      const kept = await plantOrphan(i, 'artifacts/pin/v1/kept', 'the operator keeps this');
+      await plantOrphan(i, 'artifacts/pin/v1/loose', 'nobody wants this');
       await addPin(i.ctx, kept, operator, 'legal hold CHG-17');
 
-      const first = await run(i, 'QUARANTINE', restore);
+      const first = await runRetention(i, 'QUARANTINE', restore);
       assert.deepEqual(first.observed, ['artifacts/pin/v1/loose'], 'the pinned orphan is not even observed');
       i.ctx.clock.advance(7 * DAY_MS);
-      assert.deepEqual((await run(i, 'QUARANTINE', restore)).quarantined, ['artifacts/pin/v1/loose']);
+      assert.deepEqual((await runRetention(i, 'QUARANTINE', restore)).quarantined, ['artifacts/pin/v1/loose']);
       i.ctx.clock.advance(30 * DAY_MS);
-      assert.deepEqual((await run(i, 'PURGE', restore)).purged, ['artifacts/pin/v1/loose']);
-      assert.equal(await observation(i, 'artifacts/pin/v1/kept'), undefined);
+      assert.deepEqual((await runRetention(i, 'PURGE', restore)).purged, ['artifacts/pin/v1/loose']);
+      assert.equal(await observationOf(i, 'artifacts/pin/v1/kept'), undefined);
       assert.equal((await collect(await i.ctx.content.get('artifacts/pin/v1/kept', kept))).toString(), 'the operator keeps this');
 
       // Unpinned: its record stays (PINS/LOG#…), but names the digest by hex only — not a reference.
       await removePin(i.ctx, kept, operator, 'hold lifted');
-      assert.deepEqual((await run(i, 'QUARANTINE', restore)).observed, ['artifacts/pin/v1/kept'], 'grace starts now');
+      assert.deepEqual((await runRetention(i, 'QUARANTINE', restore)).observed, ['artifacts/pin/v1/kept'], 'grace starts now');
       i.ctx.clock.advance(7 * DAY_MS);
-      assert.deepEqual((await run(i, 'QUARANTINE', restore)).quarantined, ['artifacts/pin/v1/kept']);
+      assert.deepEqual((await runRetention(i, 'QUARANTINE', restore)).quarantined, ['artifacts/pin/v1/kept']);
       i.ctx.clock.advance(30 * DAY_MS);
-      assert.deepEqual((await run(i, 'PURGE', restore)).purged, ['artifacts/pin/v1/kept']);
+      assert.deepEqual((await runRetention(i, 'PURGE', restore)).purged, ['artifacts/pin/v1/kept']);
       assert.equal(
         (await all(pinHistory(i.ctx.items, { digest: kept }))).length,
         2,
@@ -162,10 +153,10 @@ function pinsSuite(engine: Engine): void {
     it('pins change only outside maintenance, or beside a fence abandoned in an older epoch; a purge recovery (alp maintenance release) honours a stored pin', async () => {
       const i = await fresh();
       const restore = await i.verifiedRestore();
-      const keep = await orphan(i, 'artifacts/rec/v1/keep-me', 'pinned after the crash, before the release');
-      await run(i, 'QUARANTINE', restore);
+      const keep = await plantOrphan(i, 'artifacts/rec/v1/keep-me', 'pinned after the crash, before the release');
+      await runRetention(i, 'QUARANTINE', restore);
       i.ctx.clock.advance(7 * DAY_MS);
-      await run(i, 'QUARANTINE', restore);
+      await runRetention(i, 'QUARANTINE', restore);
       i.ctx.clock.advance(30 * DAY_MS);
 
       // A live maintenance: pin changes are refused, it read its pins when it began.
@@ -178,22 +169,8 @@ function pinsSuite(engine: Engine): void {
       assert.equal(await getPin(i.ctx.items, keep), undefined);
 
       // The CLI's PURGE host keeps the fence when the purge dies after PREPARED.
-      const realDelete = i.ctx.content.delete.bind(i.ctx.content);
-      i.ctx.content.delete = async () => {
-        throw new Error('killed before the first unlink');
-      };
-      const cliHost = localTrustedHost(i.ctx, {
-        owner: 'retention os:operator',
-        approver: operator,
-        evidenceRef: 'CHG-17',
-        restore,
-        holdOnFailure: true,
-      });
-      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
-      await assert.rejects(retention.run(await epochOf(i.ctx), 'PURGE', cliHost), /killed before the first unlink/);
-      i.ctx.content.delete = realDelete;
-      assert.equal((await observation(i, 'artifacts/rec/v1/keep-me'))?.state, 'PREPARED');
-      assert.ok(await readFence(i.ctx), 'the dead purge left its fence');
+      await purgeDiesAtFirstDelete(i, restore);
+      assert.equal((await observationOf(i, 'artifacts/rec/v1/keep-me'))?.state, 'PREPARED');
       await assert.rejects(addPin(i.ctx, keep, operator, 'too early'), MaintenanceInProgress, 'not abandoned yet: its epoch is current');
 
       await advanceEpoch(i.ctx.items, operator.id, 'purge died', i.ctx.clock.now().toISOString());
@@ -212,8 +189,8 @@ function pinsSuite(engine: Engine): void {
     it('a pin added while a run is being approved (after its plan, before its fence) is honoured under the fence', async () => {
       const i = await fresh();
       const restore = await i.verifiedRestore();
-      const late = await orphan(i, 'artifacts/late/v1/pinned-late', 'pinned between plan and fence');
-      await run(i, 'QUARANTINE', restore);
+      const late = await plantOrphan(i, 'artifacts/late/v1/pinned-late', 'pinned between plan and fence');
+      await runRetention(i, 'QUARANTINE', restore);
       i.ctx.clock.advance(7 * DAY_MS);
       const during = async () => {
         if (!(await getPin(i.ctx.items, late))) await addPin(i.ctx, late, operator, 'pinned during the approval');
@@ -222,12 +199,12 @@ function pinsSuite(engine: Engine): void {
       const r = await retention.run(await epochOf(i.ctx), 'QUARANTINE', host(i.ctx, { restore, during }));
       await retention.close();
       assert.deepEqual(r.quarantined, [], JSON.stringify({ status: r.status, reason: r.reason, skipped: r.skipped }));
-      assert.notEqual((await observation(i, 'artifacts/late/v1/pinned-late'))?.state, 'QUARANTINED');
+      assert.notEqual((await observationOf(i, 'artifacts/late/v1/pinned-late'))?.state, 'QUARANTINED');
     });
 
     it('the reference scan itself keeps a pinned digest (the pin item names it); a removed pin names it no more', async () => {
       const i = await fresh();
-      const kept = await orphan(i, 'artifacts/scan/v1/kept', 'scan sees the pin');
+      const kept = await plantOrphan(i, 'artifacts/scan/v1/kept', 'scan sees the pin');
       await addPin(i.ctx, kept, operator, 'keep');
       const pinned = await scanReferences(i.ctx, {});
       try {

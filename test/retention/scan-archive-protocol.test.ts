@@ -15,82 +15,31 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
-import type { S3ContentStore } from '../../src/content/s3/s3-content-store.ts';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { ArchivedCold } from '../../src/core/errors.ts';
-import { decide } from '../../src/lifecycle/approvals.ts';
-import { archiveArtifact } from '../../src/lifecycle/archive.ts';
-import { createArtifact, openVersionContent } from '../../src/lifecycle/artifacts.ts';
-import { propose } from '../../src/lifecycle/transitions.ts';
+import { openVersionContent } from '../../src/lifecycle/artifacts.ts';
 import { reconcile } from '../../src/recovery/reconcile.ts';
 import { scanReferences } from '../../src/retention/references.ts';
-import { ArtifactRetention } from '../../src/retention/retention.ts';
-import { distributedServers, stopDistributedServers } from '../helpers/distributed.ts';
-import {
-  distributed,
-  embedded,
-  epochOf,
-  host,
-  installationsOf,
-  operator,
-  type RetentionInstallation,
-} from '../helpers/retention-harness.ts';
-import { behindGlacierModel, type GlacierProxy, startGlacierProxy } from '../helpers/s3-glacier-proxy.ts';
-import { bytesOf, collect } from '../helpers/tmp.ts';
-import { agent, alice } from '../helpers/walk.ts';
+import { stopDistributedServers } from '../helpers/distributed.ts';
+import { archivedVersion, archiveProfiles, operator, runRetention } from '../helpers/retention-harness.ts';
+import { collect } from '../helpers/tmp.ts';
 
-let glacier: GlacierProxy | undefined;
-after(async () => {
-  await glacier?.stop();
-  await stopDistributedServers();
-});
-
-async function run(i: RetentionInstallation, action: 'QUARANTINE' | 'PURGE', restore: string) {
-  const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock, layout: i.ctx.layout });
-  try {
-    return await retention.run(await epochOf(i.ctx), action, host(i.ctx, { restore }));
-  } finally {
-    await retention.close();
-  }
-}
-
-const profiles: Array<{ name: string; open: () => Promise<{ i: RetentionInstallation; restore: string; cold: boolean }> }> = [
-  {
-    name: embedded.name,
-    open: async () => {
-      const i = await installationsOf(embedded)();
-      return { i, restore: await i.verifiedRestore(), cold: false };
-    },
-  },
-  {
-    name: `${distributed.name} behind the GLACIER model`,
-    open: async () => {
-      const i = await installationsOf(distributed)();
-      const restore = await i.verifiedRestore();
-      const { s3 } = await distributedServers();
-      glacier ??= await startGlacierProxy(s3);
-      Object.assign(i.ctx, { content: await behindGlacierModel(i.ctx.content as S3ContentStore, s3, glacier) });
-      return { i, restore, cold: true };
-    },
-  },
-];
+const profiles = archiveProfiles();
+after(stopDistributedServers);
 
 for (const profile of profiles) {
   describe(`archived originals are reclaimed through the retention protocol (${profile.name})`, () => {
     it('grace, approved quarantine, approved purge of the originals; reads, audit and reconcile stay clean', async () => {
       const { i, restore, cold } = await profile.open();
       const ctx = i.ctx;
-      const { version } = await createArtifact(ctx, agent, { name: 'cold', filename: 'f.txt', body: bytesOf('archived bytes') });
-      await propose(ctx, agent, version.artifact_id, 1);
-      await decide(ctx, alice, version.artifact_id, 1, { decision: 'REJECT', evidenceRef: 'CR-1' });
-      await archiveArtifact(ctx, alice, version.artifact_id);
+      const version = await archivedVersion(ctx);
       const originals = [version.content_key, version.metadata_key].sort();
-      await run(i, 'QUARANTINE', restore);
+      await runRetention(i, 'QUARANTINE', restore);
       ctx.clock.advance(7 * DAY_MS);
-      const q = await run(i, 'QUARANTINE', restore);
+      const q = await runRetention(i, 'QUARANTINE', restore);
       assert.deepEqual([...q.quarantined].sort(), originals, JSON.stringify(q));
       ctx.clock.advance(30 * DAY_MS);
-      const purge = await run(i, 'PURGE', restore);
+      const purge = await runRetention(i, 'PURGE', restore);
       assert.deepEqual([...purge.purged].sort(), originals, JSON.stringify(purge));
       for (const k of originals) assert.equal(await ctx.content.head(k), undefined, `${k} is gone`);
       if (cold) await assert.rejects(openVersionContent(ctx, version.artifact_id, 1), ArchivedCold);

@@ -7,54 +7,14 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
-import { DAY_MS } from '../../src/core/clock.ts';
-import { alpJson, runAlp } from '../helpers/cli.ts';
-import { bytesOf, tempDir } from '../helpers/tmp.ts';
+import { cliRetention } from '../helpers/retention-harness.ts';
 
 describe('alp retention run --restore (issue 14 item 16)', () => {
   it('issue 14 item 16: --restore takes the data directory `alp restore --data DIR` created (and its db path and sqlite: URL); anything else is a coded error naming the path', async () => {
-    const dir = tempDir('alp-restore-ref');
-    const src = path.join(dir, 'src');
-    const restored = path.join(dir, 'restored');
-    await alpJson(['init', '--data', src]);
-    const content = await FsContentStore.open(path.join(src, 'content'));
-    await content.put('artifacts/orphan/v1/f', bytesOf('nobody names me'));
-    await content.close();
-    await alpJson(['backup', '--data', src, '--out', path.join(dir, 'b1')]);
-    await alpJson(['restore', '--data', restored, '--from', path.join(dir, 'b1')]);
-    await alpJson(['reconcile', '--data', restored, '--activate']);
-
-    const t0 = Date.now();
-    const at = (days: number) => ({ env: { ALP_NOW: new Date(t0 + days * DAY_MS).toISOString() } });
+    const cli = await cliRetention('alp-restore-ref', 'artifacts/orphan/v1/f');
+    const { dir, restored } = cli;
     // The approval is a review (issue 17 B6): every run names the digest of the plan it was shown.
-    const planDigest = async (days: number) =>
-      (
-        (await alpJson(['retention', 'plan', '--data', src, '--action', 'QUARANTINE', '--epoch', '1', '--json'], at(days))) as {
-          plan_digest: string;
-        }
-      ).plan_digest;
-    const retention = async (restore: string, days: number) =>
-      runAlp(
-        [
-          'retention',
-          'run',
-          '--data',
-          src,
-          '--action',
-          'QUARANTINE',
-          '--epoch',
-          '1',
-          '--evidence',
-          'CHG-16',
-          '--restore',
-          restore,
-          '--plan-digest',
-          await planDigest(days),
-          '--json',
-        ],
-        at(days),
-      );
+    const retention = async (restore: string, days: number) => cli.run(days, { restore, digest: (await cli.plan(days)).plan_digest });
     const first = await retention(restored, 0);
     assert.equal(first.code, 0, first.stderr);
     assert.deepEqual(JSON.parse(first.stdout).observed, ['artifacts/orphan/v1/f']);

@@ -11,8 +11,6 @@ import { DAY_MS } from '../../src/core/clock.ts';
 import { Conflict, InvalidInput, NotFound, StorageFailure } from '../../src/core/errors.ts';
 import { backupSk, TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
 import { createBackup, listBackups, retireBackup } from '../../src/recovery/backup.ts';
-import { localTrustedHost } from '../../src/retention/host.ts';
-import { ArtifactRetention } from '../../src/retention/retention.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import { queryAll } from '../../src/store/item-store.ts';
 import { readFence } from '../../src/system/fence.ts';
@@ -24,60 +22,40 @@ import {
   type Engine,
   embedded,
   epochOf,
-  host,
   installationsOf,
+  observationOf,
   operator,
+  plantOrphan,
+  purgeDiesAtFirstDelete,
   type RetentionInstallation,
+  runRetention,
 } from '../helpers/retention-harness.ts';
-import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
+import { collect, tempDir } from '../helpers/tmp.ts';
 
 after(stopDistributedServers);
 
 function retentionSafety(engine: Engine): void {
   describe(`retention safety (issue 14) on ${engine.name}`, () => {
     const fresh = installationsOf(engine);
-    const orphan = async (i: RetentionInstallation, key: string, data: string) => (await i.ctx.content.put(key, bytesOf(data))).digest;
-    const run = async (i: RetentionInstallation, action: 'QUARANTINE' | 'PURGE', restore: string, pins: string[] = []) => {
-      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
-      return retention.run(await epochOf(i.ctx), action, host(i.ctx, { restore, pins }));
-    };
-    const observation = async (i: RetentionInstallation, key: string) =>
-      (await new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock }).observations()).get(key);
 
     /** Quarantines what is orphaned now, lets the quarantine pass, then starts a PURGE that dies at its first delete. */
     const purgeDiesAfterPrepared = async (i: RetentionInstallation, restore: string, pins: string[]) => {
-      await run(i, 'QUARANTINE', restore);
+      await runRetention(i, 'QUARANTINE', restore);
       i.ctx.clock.advance(7 * DAY_MS);
-      await run(i, 'QUARANTINE', restore);
+      await runRetention(i, 'QUARANTINE', restore);
       i.ctx.clock.advance(30 * DAY_MS);
-      const realDelete = i.ctx.content.delete.bind(i.ctx.content);
-      i.ctx.content.delete = async () => {
-        throw new Error('killed before the first unlink');
-      };
-      // The CLI's host for a PURGE: the fence stays held when the purge dies midway.
-      const cliHost = localTrustedHost(i.ctx, {
-        owner: 'retention os:operator',
-        approver: operator,
-        evidenceRef: 'CHG-14',
-        restore,
-        pins,
-        holdOnFailure: true,
-      });
-      const retention = new ArtifactRetention(i.ctx.items, i.ctx.content, { clock: i.ctx.clock });
-      await assert.rejects(retention.run(await epochOf(i.ctx), 'PURGE', cliHost), /killed before the first unlink/);
-      i.ctx.content.delete = realDelete;
-      assert.ok(await readFence(i.ctx), 'the dead purge left its fence');
+      await purgeDiesAtFirstDelete(i, restore, pins);
       await advanceEpoch(i.ctx.items, operator.id, 'purge died', i.ctx.clock.now().toISOString());
     };
 
     it('issue 14 item 4: pins survive a PURGE that dies after PREPARED — recovery honours the recorded pins and its own, and never unlinks a pinned object', async () => {
       const i = await fresh();
       const restore = await i.verifiedRestore();
-      const keep = await orphan(i, 'artifacts/p/v1/keep-me', 'the operator decides to keep this after the crash');
-      await orphan(i, 'artifacts/p/v1/reclaim-me', 'really unwanted');
-      const pinnedAtRun = await orphan(i, 'artifacts/p/v1/pinned-at-run', 'pinned by the purge itself');
+      const keep = await plantOrphan(i, 'artifacts/p/v1/keep-me', 'the operator decides to keep this after the crash');
+      await plantOrphan(i, 'artifacts/p/v1/reclaim-me', 'really unwanted');
+      const pinnedAtRun = await plantOrphan(i, 'artifacts/p/v1/pinned-at-run', 'pinned by the purge itself');
       await purgeDiesAfterPrepared(i, restore, [pinnedAtRun]);
-      const prepared = await observation(i, 'artifacts/p/v1/keep-me');
+      const prepared = await observationOf(i, 'artifacts/p/v1/keep-me');
       assert.equal(prepared?.state, 'PREPARED');
       assert.deepEqual(prepared?.pins, [pinnedAtRun], 'the pins in force are recorded with the prepared purge');
 
@@ -86,12 +64,12 @@ function retentionSafety(engine: Engine): void {
       assert.equal(step.pins, 2, 'the recovery scan used the recorded pin and the recovery pin');
       assert.deepEqual(step.cancelled, ['artifacts/p/v1/keep-me']);
       assert.deepEqual(step.purged, []);
-      assert.equal((await observation(i, 'artifacts/p/v1/reclaim-me'))?.state, 'QUARANTINED', 'never prepared: left for the next purge');
+      assert.equal((await observationOf(i, 'artifacts/p/v1/reclaim-me'))?.state, 'QUARANTINED', 'never prepared: left for the next purge');
       // The pinned object is still there and verifies against its digest.
       const bytes = await collect(await i.ctx.content.get('artifacts/p/v1/keep-me', keep));
       assert.equal(bytes.toString(), 'the operator decides to keep this after the crash');
       await collect(await i.ctx.content.get('artifacts/p/v1/pinned-at-run', pinnedAtRun));
-      assert.equal(await observation(i, 'artifacts/p/v1/keep-me'), undefined, 'its purge is cancelled, not left PREPARED');
+      assert.equal(await observationOf(i, 'artifacts/p/v1/keep-me'), undefined, 'its purge is cancelled, not left PREPARED');
       assert.equal(await readFence(i.ctx), undefined, 'recovery released the fence');
     });
 
@@ -99,12 +77,12 @@ function retentionSafety(engine: Engine): void {
       const i = await fresh();
       attachAuditSinks(i.ctx);
       const restore = await i.verifiedRestore();
-      await orphan(i, 'artifacts/b/v1/orphan', 'unreferenced');
+      await plantOrphan(i, 'artifacts/b/v1/orphan', 'unreferenced');
       const out = path.join(tempDir('alp-rotated'), 'daily-01');
       const { backup_id: id } = await createBackup(i.ctx, { out, actor: operator.id });
       fs.rmSync(out, { recursive: true, force: true }); // the 30-day rotation
 
-      const err = await run(i, 'QUARANTINE', restore).catch((e: unknown) => e);
+      const err = await runRetention(i, 'QUARANTINE', restore).catch((e: unknown) => e);
       assert.ok(err instanceof NotFound, `a coded error, not INTERNAL: ${String(err)}`);
       assert.match(
         err.message,
@@ -127,7 +105,7 @@ function retentionSafety(engine: Engine): void {
       assert.equal((event?.payload as Record<string, unknown>)?.type, 'backup_retired');
       assert.ok(event, 'the retirement was enqueued in the audit outbox in the same transaction');
 
-      const ran = await run(i, 'QUARANTINE', restore);
+      const ran = await runRetention(i, 'QUARANTINE', restore);
       assert.deepEqual(ran.observed, ['artifacts/b/v1/orphan'], 'retention runs again');
 
       // The restore the approvals rest on was made from another backup: once retired, it proves nothing.
@@ -135,7 +113,7 @@ function retentionSafety(engine: Engine): void {
       assert.ok(basis);
       await retireBackup(i.ctx, basis.backup_id, operator.id, 'superseded');
       i.ctx.clock.advance(7 * DAY_MS);
-      const refused = await run(i, 'QUARANTINE', restore);
+      const refused = await runRetention(i, 'QUARANTINE', restore);
       assert.equal(refused.status, 'REFUSED');
       assert.match(refused.reason ?? '', /retired by os:operator .*a retired backup can no longer be the basis of a restore proof/);
     });
@@ -145,21 +123,21 @@ function retentionSafety(engine: Engine): void {
       const restore = await i.verifiedRestore();
       const basis = (await listBackups(i.ctx)).find((b) => b.status === 'COMPLETE');
       assert.ok(basis);
-      await orphan(i, 'artifacts/r/v1/orphan', 'unreferenced');
-      await run(i, 'QUARANTINE', restore);
+      await plantOrphan(i, 'artifacts/r/v1/orphan', 'unreferenced');
+      await runRetention(i, 'QUARANTINE', restore);
       i.ctx.clock.advance(7 * DAY_MS);
       const realGet = i.ctx.items.get.bind(i.ctx.items);
       i.ctx.items.get = async (key, opts) => {
         if (key.SK === backupSk(basis.backup_id)) throw new StorageFailure('storage failure: EIO (injected)');
         return realGet(key, opts);
       };
-      const err = await run(i, 'QUARANTINE', restore).then(
+      const err = await runRetention(i, 'QUARANTINE', restore).then(
         (r) => r,
         (e: unknown) => e,
       );
       i.ctx.items.get = realGet;
       assert.ok(err instanceof StorageFailure, `the run fails with the storage error: ${JSON.stringify(err)}`);
-      const ran = await run(i, 'QUARANTINE', restore);
+      const ran = await runRetention(i, 'QUARANTINE', restore);
       assert.deepEqual(ran.quarantined, ['artifacts/r/v1/orphan'], 'the retry succeeds');
     });
   });
