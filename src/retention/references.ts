@@ -13,12 +13,13 @@
  * changed since.
  */
 import { IntegrityError, InternalError } from '../core/errors.ts';
-import { refIndexPartitions } from '../core/keys.ts';
+import { REF_INDEX_SK_PREFIX, refIndexPartitions } from '../core/keys.ts';
 import type { Item, ItemStore, Page } from '../store/item-store.ts';
 import { scanParallelism } from '../store/scan-options.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { contentRootId } from '../system/ref-index.ts';
+import { contentRootId, entryOf } from '../system/ref-index.ts';
 import { storedPins } from './pins.ts';
+import { commitCache, dropCache, releasesReferences, type ScanCacheOptions, saveCache, startFromCache } from './scan-cache.ts';
 import { expandKnown, markFresh, referencedBad, unknownReferenced } from './scan-closure.ts';
 import { KEY_PREFIXES, noteBackup, noteInFlightVersions, noteItem } from './scan-items.ts';
 import {
@@ -57,6 +58,8 @@ export interface ScanOptions {
   onProgress?: (p: ScanProgress) => void;
   /** Concurrent segments of the item pass (default: the store's scanSegments, ItemStore.scanParallelism). */
   segments?: number;
+  /** Start from (and keep) the item references of the last scan (the retention plan's, scan-cache.ts). */
+  cache?: ScanCacheOptions;
 }
 
 /** The item-store methods of issue 17's contract (segmented scan, change mark), where the engine has them. */
@@ -167,11 +170,28 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
   const mark = typeof items.changeMark === 'function' ? await items.changeMark() : 'full';
   const stats: ScanStats = { items: 0, objects: 0, objectsRead: 0, bytesRead: 0, indexed: 0, indexedNow: 0, coldTrusted: 0, ms: 0 };
   const progress = throttled(opts.onProgress);
-  const ws = new Workset();
+  const now = ctx.clock.now().getTime();
+  const cache = opts.cache && mark !== 'full' ? opts.cache : undefined;
+  let start = cache ? await startFromCache(ctx.items, cache, now) : undefined;
+  if (start && !(await foldChanges(ctx, start.ws, start.mark, stats, progress))) {
+    start.ws.close();
+    start = undefined;
+    stats.items = 0;
+  }
+  const ws = start?.ws ?? new Workset();
+  if (start) stats.fromCache = true;
   ws.entryPartitions = new Set(refIndexPartitions(contentRootId(ctx.content.location), ctx.layout.index_shards));
+  let saved: string | undefined;
   try {
+    // The item references are saved before pins and the closure add to them (scan-cache.ts).
+    const keep = () => {
+      if (cache) saved = saveCache(ws, cache, { mark, builtAt: start?.builtAt ?? now });
+    };
     await Promise.all([
-      itemPass(ctx, ws, opts.segments ?? scanParallelism(ctx.items), stats, progress),
+      (start
+        ? readEntries(ctx, ws, stats, progress)
+        : itemPass(ctx, ws, opts.segments ?? scanParallelism(ctx.items), stats, progress)
+      ).then(keep),
       listObjects(ctx, ws, KEY_PREFIXES, progress).then((n) => {
         stats.objects = n;
       }),
@@ -189,11 +209,64 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
     await flushEntries(ctx, ws, stats);
   } catch (e) {
     ws.close();
+    dropCache(saved);
     throw e;
   }
+  if (saved && cache) commitCache(saved, cache);
   stats.ms = Date.now() - started;
   opts.onProgress?.({ phase: 'done', done: stats.objects, total: stats.objects });
   return resultOf(ws, stats, mark);
+}
+
+/**
+ * Folds the items changed since a cached scan's mark into its working set (entries aside: they are
+ * read whole, readEntries). False when one of them may release references: the cache is not used.
+ */
+async function foldChanges(ctx: ServiceContext, ws: Workset, since: string, stats: ScanStats, progress: Progress): Promise<boolean> {
+  const items = ctx.items as ItemStore & ScanningStore;
+  if (typeof items.scanChangedSince !== 'function') return false;
+  const released = new Error('released');
+  try {
+    await foldPages(
+      ws,
+      async (cursor) => {
+        const page = await items.scanChangedSince?.(since, cursor ? { cursor } : {});
+        if (!page || page.items.some(releasesReferences)) throw released;
+        return page;
+      },
+      ctx.clock.now().getTime(),
+      (n) => {
+        stats.items += n;
+        progress('changes', stats.items);
+      },
+    );
+  } catch (e) {
+    if (e === released) return false;
+    throw e;
+  }
+  ws.resolveStaged();
+  noteInFlightVersions(ws, ctx.clock.now().getTime());
+  return true;
+}
+
+/** Every reference-index entry of the content root (a query per partition), for a scan started from the cache. */
+async function readEntries(ctx: ServiceContext, ws: Workset, stats: ScanStats, progress: Progress): Promise<void> {
+  for (const pk of ws.entryPartitions) {
+    let cursor: string | undefined;
+    do {
+      const page = await ctx.items.query({ pk, sk: { beginsWith: REF_INDEX_SK_PREFIX }, consistent: true, ...(cursor ? { cursor } : {}) });
+      ws.tx(() => {
+        for (const item of page.items) {
+          const e = entryOf(item);
+          if (e) ws.entry(e);
+        }
+      });
+      stats.items += page.items.length;
+      progress('entries', stats.items);
+      cursor = page.cursor;
+    } while (cursor);
+  }
+  ws.itemPassDone = true;
 }
 
 function resultOf(ws: Workset, stats: ScanStats, mark: string): ReferenceScan & { readonly workset: Workset } {

@@ -27,6 +27,7 @@ import { storedPins } from './pins.ts';
 import { normalisePins, storedDigest } from './purge.ts';
 import { planScan } from './run-scan.ts';
 import { ObservationWorkset } from './run-workset.ts';
+import { scanCacheFile } from './scan-cache.ts';
 import type { ReferenceScan, ScannedObject } from './scan-result.ts';
 
 /** Chosen candidates re-hashed at once while planning. */
@@ -100,8 +101,10 @@ export async function makePlan(ctx: ServiceContext, input: PlanInput): Promise<P
     await work.load(ctx.items, root, ctx.layout.index_shards);
     // The pins recorded by interrupted purges stay in force with the host's own (never fewer pins).
     const pins = normalisePins(input.pins, work.recordedPins);
+    const cacheFile = scanCacheFile(installation.installation_id, root);
     scan = await planScan(ctx, {
       pins,
+      ...(cacheFile ? { cache: { file: cacheFile, identity: `${installation.installation_id} ${root} ${ctx.layout.index_shards}` } } : {}),
       knownDigest: (key) => work.get(key)?.digest,
       ...(input.onProgress ? { onProgress: input.onProgress } : {}),
     });

@@ -24,6 +24,8 @@ export interface ScanStats {
   /** Cold (GLACIER) objects not read, their digest taken from S3's checksum. */
   coldTrusted: number;
   ms: number;
+  /** The item references came from the cache plus the items changed since (scan-cache.ts), not a whole pass. */
+  fromCache?: true;
 }
 
 export interface ReferenceScan {

@@ -20,12 +20,15 @@
  *                                                records (B13: an archived original is not referenced
  *                                                by its own artifact's items once its copy exists)
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import type Database from 'better-sqlite3';
 import type { ObjectInfo } from '../content/content-store.ts';
 import { MAX_INDEXED_DIGESTS, type RefIndexEntry } from '../system/ref-index.ts';
-import { openScratch, type Scratch } from '../system/scratch.ts';
+import { openScratch, SCRATCH_CACHE_KIB, type Scratch } from '../system/scratch.ts';
 
-const SCHEMA = `
+/** What the listing and the objects' bytes or entries tell (rebuilt by every scan). */
+const OBJECT_SCHEMA = `
 CREATE TABLE objects(key TEXT PRIMARY KEY, size INTEGER NOT NULL, cls TEXT, cold INTEGER NOT NULL, digest TEXT, why TEXT,
   inner INTEGER NOT NULL DEFAULT 0, bad TEXT) WITHOUT ROWID;
 CREATE INDEX objects_digest ON objects(digest);
@@ -34,21 +37,29 @@ CREATE INDEX objects_known ON objects(key) WHERE why IS NOT NULL AND inner = 1;
 CREATE INDEX objects_unread ON objects(key) WHERE inner = 0 AND digest IS NULL;
 CREATE INDEX objects_bad ON objects(key) WHERE bad IS NOT NULL;
 CREATE TABLE inner(key TEXT NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(key, digest)) WITHOUT ROWID;
-CREATE TABLE keyrefs(key TEXT PRIMARY KEY, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
-CREATE INDEX keyrefs_fresh ON keyrefs(key) WHERE fresh = 1;
-CREATE TABLE prefixes(prefix TEXT PRIMARY KEY, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
-CREATE TABLE digests(digest TEXT PRIMARY KEY, why TEXT NOT NULL, strict INTEGER NOT NULL DEFAULT 0, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
-CREATE INDEX digests_fresh ON digests(digest) WHERE fresh = 1;
-CREATE TABLE typed(key TEXT NOT NULL, digest TEXT NOT NULL, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1, PRIMARY KEY(key, digest)) WITHOUT ROWID;
-CREATE INDEX typed_digest ON typed(digest);
-CREATE INDEX typed_fresh ON typed(key) WHERE fresh = 1;
-CREATE TABLE recorded(key TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE staged(scope TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, digest TEXT, why TEXT NOT NULL);
-CREATE TABLE superseded(scope TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(scope, value)) WITHOUT ROWID;
-CREATE TABLE sup_keys(key TEXT PRIMARY KEY, copy TEXT NOT NULL, digest TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE entries(key TEXT PRIMARY KEY, digest TEXT NOT NULL, size INTEGER NOT NULL, overflow INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE versions(artifact TEXT PRIMARY KEY, max INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE heads(artifact TEXT PRIMARY KEY, latest INTEGER NOT NULL, reserved_at TEXT, pk TEXT NOT NULL) WITHOUT ROWID;
+`;
+
+/**
+ * What the items (other than index entries) name: a database of its own (attached as \`refs\`), so the
+ * retention plan can keep it between plans and fold in only the items changed since (scan-cache.ts).
+ */
+const REFS_SCHEMA = `
+CREATE TABLE refs.keyrefs(key TEXT PRIMARY KEY, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+CREATE INDEX refs.keyrefs_fresh ON keyrefs(key) WHERE fresh = 1;
+CREATE TABLE refs.prefixes(prefix TEXT PRIMARY KEY, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+CREATE TABLE refs.digests(digest TEXT PRIMARY KEY, why TEXT NOT NULL, strict INTEGER NOT NULL DEFAULT 0, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+CREATE INDEX refs.digests_fresh ON digests(digest) WHERE fresh = 1;
+CREATE TABLE refs.typed(key TEXT NOT NULL, digest TEXT NOT NULL, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1, PRIMARY KEY(key, digest)) WITHOUT ROWID;
+CREATE INDEX refs.typed_digest ON typed(digest);
+CREATE INDEX refs.typed_fresh ON typed(key) WHERE fresh = 1;
+CREATE TABLE refs.recorded(key TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE refs.staged(scope TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, digest TEXT, why TEXT NOT NULL);
+CREATE TABLE refs.superseded(scope TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(scope, value)) WITHOUT ROWID;
+CREATE TABLE refs.sup_keys(key TEXT PRIMARY KEY, copy TEXT NOT NULL, digest TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE refs.versions(artifact TEXT PRIMARY KEY, max INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE refs.heads(artifact TEXT PRIMARY KEY, latest INTEGER NOT NULL, reserved_at TEXT, pk TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE refs.meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;
 `;
 
 /** The upper bound of a prefix range: keys k with prefix <= k < prefixEnd(prefix) start with prefix. */
@@ -93,10 +104,19 @@ export class Workset {
   /** Set once the item pass is over: later entries (a refresh) replace what reads or entries said. */
   itemPassDone = false;
 
-  constructor() {
+  /**
+   * A fresh working set, or one whose item references start as a copy of `refsFrom` (a database an
+   * earlier scan saved with saveRefs: the retention plan's reference cache).
+   */
+  constructor(opts: { refsFrom?: string } = {}) {
     this.scratch = openScratch('refscan');
     this.db = this.scratch.db;
-    this.db.exec(SCHEMA);
+    this.db.exec(OBJECT_SCHEMA);
+    const refs = path.join(this.scratch.dir, 'refs.db');
+    if (opts.refsFrom) fs.copyFileSync(opts.refsFrom, refs);
+    this.db.prepare('ATTACH DATABASE ? AS refs').run(refs);
+    for (const p of ['journal_mode = OFF', 'synchronous = OFF', `cache_size = -${SCRATCH_CACHE_KIB}`]) this.db.pragma(`refs.${p}`);
+    if (!opts.refsFrom) this.db.exec(REFS_SCHEMA);
     const p = (sql: string) => this.db.prepare(sql);
     this.s = {
       object: p('INSERT OR IGNORE INTO objects(key, size, cls, cold) VALUES (?, ?, ?, ?)'),
@@ -278,6 +298,19 @@ export class Workset {
   }
   keysWithDigest(digest: string): string[] {
     return this.s.byDigest?.all(digest) as string[];
+  }
+  /** The item references as they are now, copied to `file` (VACUUM INTO: a compact, consistent copy). */
+  saveRefs(file: string, meta: Record<string, string>): void {
+    this.tx(() => {
+      const put = this.db.prepare('INSERT OR REPLACE INTO refs.meta(k, v) VALUES (?, ?)');
+      for (const [k, v] of Object.entries(meta)) put.run(k, v);
+    });
+    this.db.prepare('VACUUM refs INTO ?').run(file);
+  }
+  /** What saveRefs recorded with the references (empty for a fresh working set). */
+  refsMeta(): Record<string, string> {
+    const rows = this.db.prepare('SELECT k, v FROM refs.meta').all() as Array<{ k: string; v: string }>;
+    return Object.fromEntries(rows.map((r) => [r.k, r.v]));
   }
   close(): void {
     this.scratch.close();

@@ -241,6 +241,13 @@ export interface ItemStore {
    */
   scanChangedSince(mark: string, opts?: ScanOptions): Promise<Page>;
   /**
+   * Whether scanChangedSince(mark) would read only the changes since the mark right now (SQLite: the
+   * log reaches back to it and they are not very many), not the whole table (DynamoDB: never). Lets a
+   * caller that keeps state between scans (the retention plan's reference cache) choose a whole scan
+   * instead. Optional for wrappers: absent means false.
+   */
+  changesAnswerable?(mark: string): Promise<boolean>;
+  /**
    * A consistent view of the whole table for a backup (see ItemSnapshot). `dir` is where an engine that
    * copies the table may keep its temporary copy (default: beside the table); closing removes it.
    */

@@ -2,15 +2,8 @@
  * Issue 17 B13 end to end: archive, then the retention protocol (grace, approved quarantine, approved
  * purge on the injected clock) reclaims the archived originals; the version still reads (from the copy;
  * ARCHIVED_COLD behind the GLACIER model), the audit chain verifies, reconcile has no failing finding.
- *
- * PENDING (not a *.test.ts yet, so `npm test` does not run it): it passes on both profiles once
- * (1) the run asks `digestWhy(digest, key)` for a candidate's or an observation's own digest
- *     (run-plan.ts startGrace / choose / the PREPARED check, run-act.ts the drop under the fence and the
- *     grace start check), and
- * (2) reconcile treats a `superseded` original (lifecycle/references.ts) like a `retained` one: its
- *     absence is not a finding.
- * Checked with both changes applied to a copy of the tree (issue 17 scan report). Rename it to
- * scan-archive-protocol.test.ts then.
+ * (The run asks digestWhy(digest, key) for a candidate's own digest; reconcile treats a superseded
+ * original whose purge retention recorded like a retained one.)
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';

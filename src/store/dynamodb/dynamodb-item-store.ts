@@ -462,6 +462,11 @@ export class DynamoItemStore implements ItemStore {
     return this.scan(opts);
   }
 
+  /** Never: every change scan of this engine is the whole table (see scanChangedSince). */
+  async changesAnswerable(_mark: string): Promise<boolean> {
+    return false;
+  }
+
   /**
    * DynamoDB has no point-in-time read of a whole table through this API (PITR exports go to S3 and are
    * asynchronous): the view is the live, strongly consistent Scan, paginated. Callers that need one

@@ -136,6 +136,12 @@ export class ChangeLog {
     return this.changed(scope, seg, limit, seqOf(c.S), { W: seqOf(c.W), PK: key(c.PK), SK: key(c.SK) });
   }
 
+  /** Whether scanChangedSince(mark) would read the log after it (not the whole table). */
+  answers(mark: string): boolean {
+    const parsed = typeof mark === 'string' ? MARK.exec(mark) : null;
+    return parsed !== null && parsed[1] === this.instance && this.instance !== '' && this.answerable(Number(parsed[2]));
+  }
+
   private head(): number {
     return this.stmts?.newest.get()?.seq ?? 0;
   }

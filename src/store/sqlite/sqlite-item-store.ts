@@ -231,6 +231,10 @@ export class SqliteItemStore implements ItemStore {
     return this.run(() => this.changes.mark());
   }
 
+  async changesAnswerable(mark: string): Promise<boolean> {
+    return this.run(() => this.changes.answers(mark));
+  }
+
   /** The items of the keys logged after the mark, as they are now (changes.ts). */
   async scanChangedSince(mark: string, opts: ScanOptions = {}): Promise<Page> {
     return this.run(() => this.changes.scanChangedSince(mark, opts));

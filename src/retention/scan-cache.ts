@@ -1,0 +1,99 @@
+/**
+ * The retention plan's reference cache (issue 17: a plan's cost grows with what changed, not with
+ * everything ever stored). What the items name — the `refs` database of the working set
+ * (scan-workset.ts), everything but the listing, the index entries and what the closure derived — is
+ * saved after each plan's scan with the item store's change mark taken before it read anything. The
+ * next plan starts from a copy of it and folds in only the items written since that mark
+ * (ItemStore.scanChangedSince); the listing, the index entries and the closure are rebuilt every time,
+ * so objects and their contents are never taken from the cache.
+ *
+ * Conservative by construction: folding changes only adds references. What a cache cannot see —
+ * deleted items, upload reservations gone stale with time — can only keep more objects than a whole
+ * scan would, never fewer; and it is bounded: a cache is rebuilt by a whole scan once it is
+ * CACHE_MAX_AGE_MS old (by the injected clock), when the store cannot answer the changes since its
+ * mark from a log (ItemStore.changesAnswerable: DynamoDB never can), when its installation, content
+ * root or index layout differ, and whenever a changed item releases references: an archive record (an
+ * original superseded by its copy, B13), a backup FAILED or RETIRED, a pin added or removed.
+ *
+ * The cache is not state: a missing, unreadable or foreign file means a whole scan. It lives in
+ * ALP_SCAN_CACHE_DIR (default: the OS temp directory's alp-scan-cache/); ALP_SCAN_CACHE_DIR=off turns
+ * it off. Two plans at once each work on a private copy; the last to finish replaces the file atomically.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sha256 } from '../core/digest.ts';
+import { PINS_PK } from '../core/keys.ts';
+import { archivedOriginals } from '../lifecycle/references.ts';
+import type { Item, ItemStore } from '../store/item-store.ts';
+import { Workset } from './scan-workset.ts';
+
+export const CACHE_FORMAT = '1';
+export const CACHE_MAX_AGE_MS = 60 * 60 * 1000;
+
+export interface ScanCacheOptions {
+  /** The cache file (scanCacheFile). */
+  file: string;
+  /** What the cache must belong to: installation, content root and index layout. */
+  identity: string;
+  /** A cache older than this since the whole scan that built it is rebuilt (default CACHE_MAX_AGE_MS). */
+  maxAgeMs?: number;
+}
+
+/** The cache file of an installation's content root, or undefined when caching is off. */
+export function scanCacheFile(installationId: string, root: string): string | undefined {
+  const dir = process.env.ALP_SCAN_CACHE_DIR ?? path.join(os.tmpdir(), 'alp-scan-cache');
+  if (dir === 'off') return undefined;
+  return path.join(dir, `${installationId}-${sha256(root).slice('sha256:'.length, 'sha256:'.length + 16)}.db`);
+}
+
+export interface CachedStart {
+  ws: Workset;
+  /** The change mark the cached references were taken at. */
+  mark: string;
+  /** When (clock ms) the whole scan the cache descends from ran. */
+  builtAt: number;
+}
+
+/** A working set started from the cache, when the cache may be used now; undefined otherwise. */
+export async function startFromCache(items: ItemStore, c: ScanCacheOptions, now: number): Promise<CachedStart | undefined> {
+  if (!fs.existsSync(c.file) || typeof items.changesAnswerable !== 'function') return undefined;
+  let ws: Workset | undefined;
+  try {
+    ws = new Workset({ refsFrom: c.file });
+    const meta = ws.refsMeta();
+    const builtAt = Number(meta.built_at);
+    const fresh = Number.isFinite(builtAt) && builtAt <= now && now - builtAt <= (c.maxAgeMs ?? CACHE_MAX_AGE_MS);
+    if (meta.format === CACHE_FORMAT && meta.identity === c.identity && fresh && meta.mark && (await items.changesAnswerable(meta.mark)))
+      return { ws, mark: meta.mark, builtAt };
+  } catch {
+    // An unreadable or foreign cache is no cache.
+  }
+  ws?.close();
+  return undefined;
+}
+
+/** Whether a changed item may take references away (then the cache is rebuilt by a whole scan). */
+export function releasesReferences(item: Item): boolean {
+  if (item.PK === PINS_PK) return true;
+  if (item.type === 'backup' && (item.status === 'FAILED' || item.status === 'RETIRED')) return true;
+  return archivedOriginals(item).length > 0;
+}
+
+/** Saves the working set's item references as the cache (a private copy, then an atomic rename). */
+export function saveCache(ws: Workset, c: ScanCacheOptions, meta: { mark: string; builtAt: number }): string {
+  fs.mkdirSync(path.dirname(c.file), { recursive: true });
+  const tmp = `${c.file}.${process.pid}.${Date.now()}.tmp`;
+  fs.rmSync(tmp, { force: true });
+  ws.saveRefs(tmp, { format: CACHE_FORMAT, identity: c.identity, mark: meta.mark, built_at: String(meta.builtAt) });
+  return tmp;
+}
+
+/** Puts a saved copy in place once the scan it was saved from has finished. */
+export function commitCache(tmp: string, c: ScanCacheOptions): void {
+  fs.renameSync(tmp, c.file);
+}
+
+export function dropCache(tmp: string | undefined): void {
+  if (tmp) fs.rmSync(tmp, { force: true });
+}
