@@ -10,7 +10,7 @@
  * (which dominated the listing: a directory per version), and the walk gives the event loop back every
  * CHUNK syscalls or so.
  */
-import { type Dirent, lstatSync, readdirSync } from 'node:fs';
+import { type Dir, lstatSync, opendirSync } from 'node:fs';
 import path, { extname } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
@@ -35,24 +35,18 @@ function utf8Rank(unit: number): number {
 }
 
 const HIGH_UNITS = /[\ud800-\uffff]/;
-const nativeCompare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-interface Entry {
-  /** The key (files) or key prefix with its trailing slash (directories). */
-  key: string;
-  dir: boolean;
-  name: string;
-}
-
-interface Frame {
-  dirPath: string;
-  entries: Entry[];
-  next: number;
-}
 
 /** Where a key's storage class comes from on a file system: archive/ stands for GLACIER (cold.ts). */
 export function reportedClass(key: string): StorageClass {
   return key.startsWith('archive/') ? 'GLACIER' : 'STANDARD';
+}
+
+interface Frame {
+  dirPath: string;
+  dirKey: string;
+  /** The entries' keys, sorted; a directory's ends in '/'. One string each: a directory may hold millions. */
+  keys: string[];
+  next: number;
 }
 
 export interface WalkScope {
@@ -65,59 +59,64 @@ export interface WalkScope {
   tempPrefix: string;
 }
 
-function readDir(dirPath: string, dirKey: string, tempPrefix: string): Entry[] {
-  let dirents: Dirent[];
+/** A directory's entry keys, sorted (read one entry at a time: no array of Dirents for a huge directory). */
+function readDir(dirPath: string, dirKey: string, tempPrefix: string): string[] {
+  let dir: Dir;
   try {
-    dirents = readdirSync(dirPath, { withFileTypes: true });
+    dir = opendirSync(dirPath, { bufferSize: 256 });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return [];
     throw e;
   }
-  const entries: Entry[] = [];
+  const keys: string[] = [];
   let high = false;
-  for (const d of dirents) {
-    const dir = d.isDirectory();
-    if ((!dir && !d.isFile()) || d.name.startsWith(tempPrefix)) continue;
-    const key = dirKey + d.name + (dir ? '/' : '');
-    high ||= HIGH_UNITS.test(d.name);
-    entries.push({ key, dir, name: d.name });
+  try {
+    for (let d = dir.readSync(); d !== null; d = dir.readSync()) {
+      const isDir = d.isDirectory();
+      if ((!isDir && !d.isFile()) || d.name.startsWith(tempPrefix)) continue;
+      high ||= HIGH_UNITS.test(d.name);
+      keys.push(isDir ? `${dirKey}${d.name}/` : dirKey + d.name);
+    }
+  } finally {
+    dir.closeSync();
   }
-  const order = high ? compareUtf8 : nativeCompare;
-  return entries.sort((a, b) => order(a.key, b.key));
+  return keys.sort(high ? compareUtf8 : undefined);
 }
 
-/** Whether the walk descends into a directory: some key below it can match the prefix and follow the cursor. */
-function wanted(e: Entry, scope: WalkScope): boolean {
-  if (e.dir) {
-    if (!e.key.startsWith(scope.prefix) && !scope.prefix.startsWith(e.key)) return false;
-    return scope.after === undefined || scope.after.startsWith(e.key) || compareUtf8(e.key, scope.after) > 0;
+/** Whether the walk descends into a directory (key ends in '/') or yields a file: some key can match the prefix and follow the cursor. */
+function wanted(key: string, scope: WalkScope): boolean {
+  if (key.endsWith('/')) {
+    if (!key.startsWith(scope.prefix) && !scope.prefix.startsWith(key)) return false;
+    return scope.after === undefined || scope.after.startsWith(key) || compareUtf8(key, scope.after) > 0;
   }
-  return e.key.startsWith(scope.prefix) && (scope.after === undefined || compareUtf8(e.key, scope.after) > 0);
+  return key.startsWith(scope.prefix) && (scope.after === undefined || compareUtf8(key, scope.after) > 0);
 }
 
 /** Objects under the scope in key order, in batches of at most CHUNK. */
 export async function* walkObjects(scope: WalkScope): AsyncGenerator<ObjectInfo[]> {
-  const stack: Frame[] = [{ dirPath: scope.dirPath, entries: readDir(scope.dirPath, scope.dirKey, scope.tempPrefix), next: 0 }];
+  const stack: Frame[] = [
+    { dirPath: scope.dirPath, dirKey: scope.dirKey, keys: readDir(scope.dirPath, scope.dirKey, scope.tempPrefix), next: 0 },
+  ];
   let batch: ObjectInfo[] = [];
   // Syscalls since the event loop last ran (a directory read counts as 8 file stats).
   let work = 0;
   while (stack.length > 0) {
     const frame = stack[stack.length - 1] as Frame;
-    const e = frame.entries[frame.next++];
-    if (!e) {
+    const key = frame.keys[frame.next++];
+    if (key === undefined) {
       stack.pop();
       continue;
     }
-    if (!wanted(e, scope)) continue;
-    if (e.dir) {
-      const dirPath = path.join(frame.dirPath, e.name);
-      stack.push({ dirPath, entries: readDir(dirPath, e.key, scope.tempPrefix), next: 0 });
+    if (!wanted(key, scope)) continue;
+    if (key.endsWith('/')) {
+      const dirPath = path.join(frame.dirPath, key.slice(frame.dirKey.length, -1));
+      stack.push({ dirPath, dirKey: key, keys: readDir(dirPath, key, scope.tempPrefix), next: 0 });
       work += 8;
       continue;
     }
-    const stat = lstatSync(path.join(frame.dirPath, e.name), { throwIfNoEntry: false });
-    if (stat?.isFile()) batch.push({ key: e.key, size: stat.size, storageClass: reportedClass(e.key) });
+    const stat = lstatSync(path.join(frame.dirPath, key.slice(frame.dirKey.length)), { throwIfNoEntry: false });
+    if (stat?.isFile()) batch.push({ key, size: stat.size, storageClass: reportedClass(key) });
     if (batch.length >= CHUNK || ++work >= CHUNK) {
       work = 0;
       if (batch.length > 0) yield batch;
