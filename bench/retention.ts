@@ -204,8 +204,16 @@ async function benchSize(n: number, results: Record<string, number>): Promise<vo
 export async function benchRetention(opts: { sizes?: number[]; rss?: number[] } = {}): Promise<Record<string, number>> {
   const results: Record<string, number> = {};
   for (const n of opts.sizes ?? [2000, 20_000, 100_000]) await benchSize(n, results);
-  const rss = opts.rss ?? [10_000, 100_000, ...(process.env.ALP_BENCH_MILLION === '1' ? [1_000_000] : [])];
-  Object.assign(results, await benchRetentionRss(rss));
+  const rssSizes = process.env.ALP_BENCH_RSS_SIZES;
+  const rss =
+    opts.rss ??
+    (rssSizes
+      ? rssSizes
+          .split(',')
+          .filter((x) => x !== 'none')
+          .map(Number)
+      : [10_000, 100_000, ...(process.env.ALP_BENCH_MILLION === '1' ? [1_000_000] : [])]);
+  if (rss.length > 0) Object.assign(results, await benchRetentionRss(rss));
   if (!process.env.ALP_BENCH_MILLION) row('1 M RSS case', 'skipped', 'ALP_BENCH_MILLION=1 to run it (builds items and files directly)');
   return results;
 }

@@ -132,6 +132,8 @@ export const CREDITS = 4;
 export type WorkerScope = WalkScope;
 export type WalkMessage = { batch: ObjectInfo[] } | { done: true } | { error: { message: string; code?: string } };
 
+/** A walk holds one directory's keys per level: a small heap, so its garbage does not pile up in RSS. */
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 256 };
 const SOURCE_EXT = extname(new URL(import.meta.url).pathname);
 const WORKER_URL = new URL(`./fs-walk-worker${SOURCE_EXT}`, import.meta.url);
 
@@ -140,9 +142,9 @@ const WORKER_URL = new URL(`./fs-walk-worker${SOURCE_EXT}`, import.meta.url);
  * does not inherit tsx's loader on Node 20 (privatenumber/tsx#354): it registers it first.
  */
 function startWorker(scope: WalkScope): Worker {
-  if (SOURCE_EXT !== '.ts') return new Worker(WORKER_URL, { workerData: scope });
+  if (SOURCE_EXT !== '.ts') return new Worker(WORKER_URL, { workerData: scope, resourceLimits: WORKER_LIMITS });
   const boot = `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`;
-  return new Worker(boot, { eval: true, workerData: scope });
+  return new Worker(boot, { eval: true, workerData: scope, resourceLimits: WORKER_LIMITS });
 }
 
 /**
