@@ -119,6 +119,32 @@ describe('fs engine specifics', () => {
     for await (const _ of store.list('artifacts/')) if (++taken === 3) break;
     assert.equal(taken, 3);
   });
+  it('list() of a large tree hands over to a worker thread after 10,000 keys without losing or repeating one', async () => {
+    const root = tempDir('alp-fs');
+    const store = await FsContentStore.open(root);
+    const expected: string[] = [];
+    for (let d = 0; d < 101; d++) {
+      const dir = path.join(root, 'artifacts', `d${d}`, 'v1');
+      fs.mkdirSync(dir, { recursive: true });
+      for (let f = 0; f < 100; f++) {
+        fs.writeFileSync(path.join(dir, `f${f}`), `${d}/${f}`);
+        expected.push(`artifacts/d${d}/v1/f${f}`);
+      }
+    }
+    expected.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    const listed: string[] = [];
+    let bytes = 0;
+    for await (const o of store.list('artifacts/')) {
+      listed.push(o.key);
+      bytes += o.size;
+    }
+    assert.equal(listed.length, 10_100);
+    assert.deepEqual(listed, expected);
+    assert.equal(
+      bytes,
+      expected.reduce((n, k) => n + Buffer.byteLength(k.split('/')[1]?.slice(1) + '/' + k.split('/')[3]?.slice(1)), 0),
+    );
+  });
 });
 
 describe('fs listing order', () => {

@@ -128,7 +128,7 @@ export async function* walkObjects(scope: WalkScope): AsyncGenerator<ObjectInfo[
 }
 
 /** Batches the worker may post ahead of the reader. */
-export const CREDITS = 4;
+export const CREDITS = 32;
 export type WorkerScope = WalkScope;
 export type WalkMessage = { batch: ObjectInfo[] } | { done: true } | { error: { message: string; code?: string } };
 
