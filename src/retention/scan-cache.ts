@@ -16,8 +16,9 @@
  * original superseded by its copy, B13), a backup FAILED or RETIRED, a pin added or removed.
  *
  * The cache is not state: a missing, unreadable or foreign file means a whole scan. It lives in
- * ALP_SCAN_CACHE_DIR (default: the OS temp directory's alp-scan-cache/); ALP_SCAN_CACHE_DIR=off turns
- * it off. Two plans at once each work on a private copy; the last to finish replaces the file atomically.
+ * ALP_SCAN_CACHE_DIR (default: the OS temp directory's alp-scan-cache/, created 0700); ALP_SCAN_CACHE_DIR=off
+ * turns it off. A directory or file that is not this user's own or that others can write is never
+ * used (a planted cache could drop references). Two plans at once each work on a private copy; the last to finish replaces the file atomically.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -55,9 +56,27 @@ export interface CachedStart {
   builtAt: number;
 }
 
+/**
+ * Whether `p` is this user's own, not a symlink, and writable by no one else. A cache someone else can
+ * write could drop references (its folded changes start from whatever it says), so it is not used.
+ */
+function ownedPrivately(p: string, kind: 'dir' | 'file'): boolean {
+  const st = fs.lstatSync(p, { throwIfNoEntry: false });
+  if (!st || st.isSymbolicLink() || (kind === 'dir' ? !st.isDirectory() : !st.isFile())) return false;
+  const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid;
+  return st.uid === uid && (st.mode & 0o022) === 0;
+}
+
+/** The cache's directory, created 0700 when missing; undefined when it is not private (then no cache). */
+function cacheDir(c: ScanCacheOptions): string | undefined {
+  const dir = path.dirname(c.file);
+  if (!fs.existsSync(dir)) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return ownedPrivately(dir, 'dir') ? dir : undefined;
+}
+
 /** A working set started from the cache, when the cache may be used now; undefined otherwise. */
 export async function startFromCache(items: ItemStore, c: ScanCacheOptions, now: number): Promise<CachedStart | undefined> {
-  if (!fs.existsSync(c.file) || typeof items.changesAnswerable !== 'function') return undefined;
+  if (typeof items.changesAnswerable !== 'function' || !cacheDir(c) || !ownedPrivately(c.file, 'file')) return undefined;
   let ws: Workset | undefined;
   try {
     ws = new Workset({ refsFrom: c.file });
@@ -81,11 +100,12 @@ export function releasesReferences(item: Item): boolean {
 }
 
 /** Saves the working set's item references as the cache (a private copy, then an atomic rename). */
-export function saveCache(ws: Workset, c: ScanCacheOptions, meta: { mark: string; builtAt: number }): string {
-  fs.mkdirSync(path.dirname(c.file), { recursive: true });
+export function saveCache(ws: Workset, c: ScanCacheOptions, meta: { mark: string; builtAt: number }): string | undefined {
+  if (!cacheDir(c)) return undefined;
   const tmp = `${c.file}.${process.pid}.${Date.now()}.tmp`;
   fs.rmSync(tmp, { force: true });
   ws.saveRefs(tmp, { format: CACHE_FORMAT, identity: c.identity, mark: meta.mark, built_at: String(meta.builtAt) });
+  fs.chmodSync(tmp, 0o600);
   return tmp;
 }
 

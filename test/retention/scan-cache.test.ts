@@ -162,6 +162,32 @@ describe('retention reference cache', () => {
     }
   });
 
+  it('is never used or written where others could write it (a planted cache could drop references)', async () => {
+    const ctx = await embeddedContext();
+    const open = path.join(tempDir('alp-scan-cache'), 'shared');
+    fs.mkdirSync(open, { mode: 0o777 });
+    fs.chmodSync(open, 0o777);
+    const cache = { file: path.join(open, 'refs.db'), identity: 'test' };
+    try {
+      await ctx.content.put(keyOf(1), bytesOf('one'));
+      for (let i = 0; i < 2; i++) {
+        const s = await scanReferences(ctx, { cache });
+        s.close();
+        assert.equal(s.stats.fromCache, undefined);
+      }
+      assert.equal(fs.existsSync(cache.file), false, 'nothing written into a directory others can write');
+      const own = cacheOf(ctx, tempDir('alp-scan-cache'));
+      (await scanReferences(ctx, { cache: own })).close();
+      assert.equal(fs.statSync(own.file).mode & 0o777, 0o600);
+      fs.chmodSync(own.file, 0o666);
+      const s = await scanReferences(ctx, { cache: own });
+      s.close();
+      assert.equal(s.stats.fromCache, undefined, 'a cache file others can write is not used');
+    } finally {
+      await ctx.items.close();
+    }
+  });
+
   it('lives in ALP_SCAN_CACHE_DIR, per installation and content root; off turns it off', () => {
     const before = process.env.ALP_SCAN_CACHE_DIR;
     try {
