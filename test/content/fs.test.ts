@@ -148,6 +148,25 @@ describe('fs engine specifics', () => {
 });
 
 describe('fs listing order', () => {
+  it('pages and list() order astral keys by their UTF-8 bytes (above U+FF5E, unlike UTF-16 code units)', async () => {
+    const store = await FsContentStore.open(tempDir('alp-fs'));
+    const keys = ['artifacts/o/\u{1f600}', 'artifacts/o/\uff5e', 'artifacts/o/z', 'artifacts/o/\u00e9'];
+    for (const k of keys) await store.put(k, bytesOf(k));
+    const expected = [...keys].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    assert.equal(expected.at(-1), 'artifacts/o/\u{1f600}');
+    const paged: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.listPage('artifacts/', cursor ? { cursor, limit: 1 } : { limit: 1 });
+      paged.push(...page.objects.map((o) => o.key));
+      cursor = page.cursor;
+    } while (cursor);
+    assert.deepEqual(paged, expected);
+    const listed: string[] = [];
+    for await (const o of store.list('artifacts/')) listed.push(o.key);
+    assert.deepEqual(listed, expected);
+  });
+
   it('compareUtf8 orders strings as their UTF-8 bytes do', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme' }), (a, b) => {
