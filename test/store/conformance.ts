@@ -354,13 +354,35 @@ export function itemStoreConformance(h: ItemStoreHarness): void {
           fc.integer({ min: 1, max: 7 }),
           fc.boolean(),
           fc.boolean(),
-          async (sks, limit, descending, onIndex) => {
+          // A key condition on the base table too: its bound and the cursor's are on the same side.
+          fc.option(
+            fc.oneof(
+              fc.record({ beginsWith: fc.stringMatching(/^[a-z0-9#é]{1,2}$/) }),
+              fc.tuple(fc.stringMatching(/^[a-z0-9]{1,3}$/), fc.stringMatching(/^[a-z0-9]{1,3}$/)).map(([a, b]) => ({
+                between: (compare(a, b) <= 0 ? [a, b] : [b, a]) as [string, string],
+              })),
+              fc.constantFrom('gt', 'ge', 'lt', 'le').chain((op) => fc.stringMatching(/^[a-z0-9]{1,3}$/).map((v) => ({ [op]: v }))),
+            ),
+            { nil: undefined },
+          ),
+          async (sks, limit, descending, onIndex, cond) => {
             const n = ns();
             await store.batchPut(sks.map((sk) => ({ PK: `${n}#${sk}`, SK: sk, GSI1PK: n, GSI1SK: `#${sk}` })));
             if (!onIndex) await store.batchPut(sks.map((sk) => ({ PK: n, SK: sk })));
-            const q: QueryInput = onIndex ? { index: 'GSI1', pk: n, limit, descending } : { pk: n, limit, descending, consistent: true };
+            const sk = onIndex ? undefined : (cond as QueryInput['sk']);
+            const q: QueryInput = onIndex
+              ? { index: 'GSI1', pk: n, limit, descending }
+              : { pk: n, limit, descending, consistent: true, ...(sk ? { sk } : {}) };
             const { items } = await queryAll(store, q);
-            const expected = [...sks].sort((a, b) => compare(a, b));
+            const holds = (x: string): boolean => {
+              if (!sk) return true;
+              if ('beginsWith' in sk) return x.startsWith(sk.beginsWith);
+              if ('between' in sk) return compare(sk.between[0], x) <= 0 && compare(x, sk.between[1]) <= 0;
+              const [op, v] = Object.entries(sk)[0] as [string, string];
+              const c = compare(x, v);
+              return op === 'gt' ? c > 0 : op === 'ge' ? c >= 0 : op === 'lt' ? c < 0 : op === 'le' ? c <= 0 : c === 0;
+            };
+            const expected = [...sks].filter(holds).sort((a, b) => compare(a, b));
             if (descending) expected.reverse();
             assert.deepEqual(
               items.map((i) => (onIndex ? (i.GSI1SK as string).slice(1) : i.SK)),

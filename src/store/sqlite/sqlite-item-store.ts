@@ -180,17 +180,23 @@ export class SqliteItemStore implements ItemStore {
     const params: unknown[] = [q.pk];
     if (onIndex) where.push('GSI1SK IS NOT NULL');
     const sk = q.sk;
+    // After a cursor (base table), the SK bound on the cursor's side is kept as a filter only (`+SK`:
+    // no index use), so the index range starts at the cursor: with two lower bounds SQLite may start at
+    // the condition's and step over every earlier page's rows again (quadratic paging of a partition).
+    const cursorSide = q.cursor && !onIndex ? (q.descending ? 'hi' : 'lo') : undefined;
+    const col = (side: 'lo' | 'hi') => (side === cursorSide ? `+${skCol}` : skCol);
     if (sk) {
       if ('beginsWith' in sk) {
-        where.push(`${skCol} >= ? AND ${skCol} < ?`);
+        where.push(`${col('lo')} >= ? AND ${col('hi')} < ?`);
         params.push(sk.beginsWith, sk.beginsWith + PREFIX_END);
       } else if ('between' in sk) {
-        where.push(`${skCol} BETWEEN ? AND ?`);
+        where.push(`${col('lo')} >= ? AND ${col('hi')} <= ?`);
         params.push(sk.between[0], sk.between[1]);
       } else {
         const [op, value] = Object.entries(sk)[0] as [string, string];
         const sqlOp = { eq: '=', lt: '<', le: '<=', gt: '>', ge: '>=' }[op];
-        where.push(`${skCol} ${sqlOp} ?`);
+        const side = op === 'lt' || op === 'le' ? 'hi' : op === 'gt' || op === 'ge' ? 'lo' : undefined;
+        where.push(`${side ? col(side) : skCol} ${sqlOp} ?`);
         params.push(value);
       }
     }
