@@ -13,11 +13,11 @@
  * changed since.
  */
 import { IntegrityError, InternalError } from '../core/errors.ts';
-import { REF_INDEX_SK_PREFIX, refIndexPartitions } from '../core/keys.ts';
+import { refIndexPartitions } from '../core/keys.ts';
 import type { Item, ItemStore, Page } from '../store/item-store.ts';
 import { scanParallelism } from '../store/scan-options.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { contentRootId, entryOf } from '../system/ref-index.ts';
+import { allRefIndexEntries, contentRootId, type RefIndexEntry } from '../system/ref-index.ts';
 import { storedPins } from './pins.ts';
 import { commitCache, dropCache, releasesReferences, type ScanCacheOptions, saveCache, startFromCache } from './scan-cache.ts';
 import { expandKnown, markFresh, referencedBad, unknownReferenced } from './scan-closure.ts';
@@ -249,23 +249,23 @@ async function foldChanges(ctx: ServiceContext, ws: Workset, since: string, stat
   return true;
 }
 
-/** Every reference-index entry of the content root (a query per partition), for a scan started from the cache. */
+/** Every reference-index entry of the content root (ref-index.ts allRefIndexEntries), for a scan started from the cache. */
 async function readEntries(ctx: ServiceContext, ws: Workset, stats: ScanStats, progress: Progress): Promise<void> {
-  for (const pk of ws.entryPartitions) {
-    let cursor: string | undefined;
-    do {
-      const page = await ctx.items.query({ pk, sk: { beginsWith: REF_INDEX_SK_PREFIX }, consistent: true, ...(cursor ? { cursor } : {}) });
-      ws.tx(() => {
-        for (const item of page.items) {
-          const e = entryOf(item);
-          if (e) ws.entry(e);
-        }
-      });
-      stats.items += page.items.length;
-      progress('entries', stats.items);
-      cursor = page.cursor;
-    } while (cursor);
+  let batch: RefIndexEntry[] = [];
+  const flush = () => {
+    const b = batch;
+    batch = [];
+    ws.tx(() => {
+      for (const e of b) ws.entry(e);
+    });
+    stats.items += b.length;
+    progress('entries', stats.items);
+  };
+  for await (const e of allRefIndexEntries(ctx.items, contentRootId(ctx.content.location), ctx.layout.index_shards)) {
+    batch.push(e);
+    if (batch.length >= 1000) flush();
   }
+  flush();
   ws.itemPassDone = true;
 }
 

@@ -3,7 +3,7 @@
  * batches, at most CREDITS ahead of what the listing's reader has taken (bounded memory).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { CREDITS, type WalkMessage, type WorkerScope, walkObjects } from './fs-walk.ts';
+import { CREDITS, type WalkMessage, type WalkScope, walkObjects } from './fs-walk.ts';
 
 const port = parentPort;
 if (!port) throw new Error('fs-walk-worker runs as a worker thread');
@@ -16,7 +16,7 @@ port.on('message', () => {
 
 const post = (m: WalkMessage) => port.postMessage(m);
 try {
-  for await (const batch of walkObjects(workerData as WorkerScope)) {
+  for await (const batch of walkObjects(workerData as WalkScope)) {
     while (credits === 0) await new Promise<void>((r) => (wake = r));
     credits--;
     post({ batch });

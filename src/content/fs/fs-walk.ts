@@ -129,7 +129,6 @@ export async function* walkObjects(scope: WalkScope): AsyncGenerator<ObjectInfo[
 
 /** Batches the worker may post ahead of the reader. */
 export const CREDITS = 32;
-export type WorkerScope = WalkScope;
 export type WalkMessage = { batch: ObjectInfo[] } | { done: true } | { error: { message: string; code?: string } };
 
 /** A walk holds one directory's keys per level: a small heap, so its garbage does not pile up in RSS. */
