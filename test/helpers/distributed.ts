@@ -18,18 +18,40 @@ export interface Servers {
 }
 
 let servers: Promise<Servers> | undefined;
+let startedS3: S3rverHandle | undefined;
 
+/**
+ * Both servers, started together once per process. When either cannot start, the one that did is
+ * stopped before the start rejects (a running s3rver or java child would keep the test process alive
+ * until the runner's timeout), and every later call fails at once with the same error.
+ */
 export function distributedServers(): Promise<Servers> {
-  servers ??= Promise.all([sharedDynamoLocal(), startS3rver()]).then(([dynamo, s3]) => ({ dynamo, s3 }));
+  servers ??= startBoth();
   return servers;
+}
+
+async function startBoth(): Promise<Servers> {
+  const [dynamo, s3] = await Promise.allSettled([sharedDynamoLocal(), startS3rver()]);
+  if (s3.status === 'fulfilled') startedS3 = s3.value;
+  if (dynamo.status === 'fulfilled' && s3.status === 'fulfilled') return { dynamo: dynamo.value, s3: s3.value };
+  await stopStarted();
+  throw dynamo.status === 'rejected' ? dynamo.reason : (s3 as PromiseRejectedResult).reason;
+}
+
+async function stopStarted(): Promise<void> {
+  const s3 = startedS3;
+  startedS3 = undefined;
+  await Promise.all([stopSharedDynamoLocal(), s3?.stop()]);
 }
 
 /** Call from the test file's top-level `after`: the servers' handles keep the process alive. */
 export async function stopDistributedServers(): Promise<void> {
   if (!servers) return;
-  const { s3 } = await servers;
+  const starting = servers;
   servers = undefined;
-  await Promise.all([stopSharedDynamoLocal(), s3.stop()]);
+  // A start that failed has stopped what it started already; the test that needed it has failed.
+  await starting.catch(() => undefined);
+  await stopStarted();
 }
 
 export interface DistributedInstallation {

@@ -22,7 +22,13 @@ export interface DynamoLocal {
   stop(): Promise<void>;
 }
 
-const READY_TIMEOUT_MS = 60_000;
+/**
+ * How long one start may take to answer its first request: a start that has not answered by then is
+ * killed and one more is made on a fresh port (the second gets longer, for a loaded machine). A server
+ * that never answers (seen once: java up, port bound, no reply within 60 s) costs 30 s, not a hung file.
+ */
+const READY_TIMEOUT_MS = [30_000, 60_000];
+/** Starts made when the port was taken before java bound it. */
 const STARTS = 3;
 const running = new Set<ChildProcess>();
 const killAll = () => {
@@ -98,23 +104,29 @@ export async function stopSharedDynamoLocal(): Promise<void> {
   const running = shared;
   shared = undefined;
   for (const s of sharedStores.splice(0)) await s.close();
-  await (await running)?.stop();
+  // A start that failed killed its server; the test that needed it has failed already.
+  const server = await running?.catch(() => undefined);
+  await server?.stop();
 }
 
 export async function startDynamoLocal(): Promise<DynamoLocal> {
   // The port was free when we looked; another process may take it before java binds it: try again.
+  // A server that started but never answered is killed and started once more, on a fresh port.
+  let unanswered = 0;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce(await freePort());
+      return await startOnce(await freePort(), READY_TIMEOUT_MS[unanswered] ?? 60_000);
     } catch (e) {
-      if (attempt >= STARTS || !(e instanceof PortTaken)) throw e;
+      if (e instanceof NoAnswer && unanswered + 1 < READY_TIMEOUT_MS.length) unanswered++;
+      else if (!(e instanceof PortTaken) || attempt >= STARTS) throw e;
     }
   }
 }
 
 class PortTaken extends Error {}
+class NoAnswer extends Error {}
 
-async function startOnce(port: number): Promise<DynamoLocal> {
+async function startOnce(port: number, readyTimeoutMs: number): Promise<DynamoLocal> {
   const dir = dynamoLocalDir();
   const args = [
     '-XX:-UsePerfData',
@@ -150,7 +162,7 @@ async function startOnce(port: number): Promise<DynamoLocal> {
   const region = 'us-east-1';
   const credentials = { accessKeyId: `alptest${randomUUID().slice(0, 8)}`, secretAccessKey: 'alptest' };
   const client = new DynamoDBClient({ endpoint, region, credentials, maxAttempts: 1, requestHandler: { requestTimeout: 2000 } });
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+  const deadline = Date.now() + readyTimeoutMs;
   try {
     for (;;) {
       if (exited) {
@@ -162,12 +174,15 @@ async function startOnce(port: number): Promise<DynamoLocal> {
         break;
       } catch (e) {
         if (Date.now() > deadline)
-          throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${READY_TIMEOUT_MS} ms: ${String(e)}\n${output}`);
+          throw new NoAnswer(`DynamoDB Local did not answer on ${endpoint} within ${readyTimeoutMs} ms: ${String(e)}\n${output}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     }
   } catch (e) {
     child.kill('SIGKILL');
+    // Its port and pipes are released before a retry (or the failure) is reported (a java that could
+    // not be spawned has no pid and never exits).
+    if (child.pid !== undefined) await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 5000).unref())]);
     throw e;
   } finally {
     client.destroy();
