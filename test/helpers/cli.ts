@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { alpFromSource } from './cli-bundle.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
-const tsxLoader = import.meta.resolve('tsx');
 
 export interface CliResult {
   code: number;
@@ -10,13 +10,16 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the CLI from source in a child process (a real process: exit codes, stdout, stderr). */
+/**
+ * Runs the CLI from source in a child process (a real process: exit codes, stdout, stderr); the source
+ * is bundled once per test process (test/helpers/cli-bundle.ts).
+ */
 export function runAlp(
   args: string[],
   opts: { cwd?: string; env?: Record<string, string | undefined>; input?: string | Buffer } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', tsxLoader, path.join(root, 'src/cli/main.ts'), ...args], {
+    const child = spawn(process.execPath, [...alpFromSource(), ...args], {
       cwd: opts.cwd ?? root,
       env: { ...process.env, ALP_TOKEN: undefined, ALP_DATA: undefined, ALP_NOW: undefined, ...opts.env } as NodeJS.ProcessEnv,
       stdio: ['pipe', 'pipe', 'pipe'],
