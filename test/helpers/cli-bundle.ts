@@ -9,7 +9,9 @@
  * resolved from node_modules), the fs listing worker (bundled beside the CLI as fs-walk-worker.js,
  * where src/content/fs/fs-walk.ts looks for it), and the web root (the bundle directory sits one level
  * under the repository, so src/api/web.ts's `../dist/web` is the repository's dist/web).
- * `ALP_TEST_CLI=tsx` runs every spawn through tsx as before.
+ * The child-process fixtures of the kill and race tests (test/fixtures/race-worker.ts, …) are
+ * bundled the same way (`fromSource(file)`). `ALP_TEST_CLI=tsx` runs every such spawn through tsx as
+ * before.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,26 +21,35 @@ const root = path.resolve(import.meta.dirname, '../..');
 const tsxLoader = import.meta.resolve('tsx');
 const PREFIX = '.alp-test-cli-';
 
-let bundled: string | undefined;
+const bundles = new Map<string, string>();
+
+/** The node arguments that run the TypeScript file `entry` from source: `[...fromSource(f), ...args]`. */
+export function fromSource(entry: string): string[] {
+  if (process.env.ALP_TEST_CLI === 'tsx') return ['--import', tsxLoader, entry];
+  let out = bundles.get(entry);
+  if (!out) {
+    out = bundle(entry, bundles.size);
+    bundles.set(entry, out);
+  }
+  return [out];
+}
 
 /** The node arguments that start the CLI from source: `[...alpFromSource(), ...cliArgs]`. */
 export function alpFromSource(): string[] {
-  if (process.env.ALP_TEST_CLI === 'tsx') return ['--import', tsxLoader, path.join(root, 'src/cli/main.ts')];
-  bundled ??= bundle();
-  return [bundled];
+  return fromSource(path.join(root, 'src/cli/main.ts'));
 }
 
-function bundle(): string {
+function bundle(entry: string, n: number): string {
   const modules = path.join(root, 'node_modules');
-  removeOrphans(modules);
+  if (n === 0) removeOrphans(modules);
   // Under node_modules/: bare imports resolve from the repository's node_modules, and the parent's
   // parent is the repository root (src/api/web.ts finds dist/web from there).
-  const dir = path.join(modules, `${PREFIX}${process.pid}`);
+  const dir = path.join(modules, `${PREFIX}${process.pid}-${n}`);
   fs.rmSync(dir, { recursive: true, force: true });
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   buildSync({
     entryPoints: {
-      main: path.join(root, 'src/cli/main.ts'),
+      main: entry,
       'fs-walk-worker': path.join(root, 'src/content/fs/fs-walk-worker.ts'),
     },
     outdir: dir,
@@ -57,7 +68,7 @@ function bundle(): string {
 function removeOrphans(modules: string): void {
   for (const name of fs.readdirSync(modules)) {
     if (!name.startsWith(PREFIX)) continue;
-    const pid = Number(name.slice(PREFIX.length));
+    const pid = Number.parseInt(name.slice(PREFIX.length), 10);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
     try {
       process.kill(pid, 0);

@@ -8,19 +8,19 @@ import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { listExecutions } from '../../src/lifecycle/executions.ts';
 import { propose } from '../../src/lifecycle/transitions.ts';
 import { readVersion } from '../../src/lifecycle/versions.ts';
+import { fromSource } from '../helpers/cli-bundle.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent, alice } from '../helpers/walk.ts';
 
 const worker = path.resolve(import.meta.dirname, '../fixtures/race-worker.ts');
-const tsx = import.meta.resolve('tsx');
 
 function race(args: string[][]): Promise<Array<{ ok: boolean; code?: string; exit?: number }>> {
   return Promise.all(
     args.map(
       (a) =>
         new Promise<{ ok: boolean; code?: string; exit?: number }>((resolve, reject) => {
-          const child = spawn(process.execPath, ['--import', tsx, worker, ...a], { stdio: ['ignore', 'pipe', 'inherit'] });
+          const child = spawn(process.execPath, [...fromSource(worker), ...a], { stdio: ['ignore', 'pipe', 'inherit'] });
           let out = '';
           child.stdout.on('data', (d: Buffer) => (out += d.toString()));
           child.on('error', reject);

@@ -17,11 +17,11 @@ import { createBackup, listBackups } from '../../src/recovery/backup.ts';
 import { isNeverBackedUp, openBackup } from '../../src/recovery/backup-format.ts';
 import { type ReconcileReport, reconcile } from '../../src/recovery/reconcile.ts';
 import { heldRestore, restoreBackup } from '../../src/recovery/restore.ts';
+import { fromSource } from '../helpers/cli-bundle.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { allItems, dirState, type Embedded, embeddedAt, populate, tableLines } from './helpers.ts';
 
 const RUNS = Number(process.env.ALP_RECOVERY_KILL_RUNS ?? 6);
-const tsxLoader = import.meta.resolve('tsx');
 const worker = path.join(import.meta.dirname, 'fixtures', 'kill-worker.ts');
 const notRegistry = (i: { PK: string; SK: string }) => i.PK === 'SYS#installation' && i.SK.startsWith('BACKUP#');
 
@@ -33,7 +33,7 @@ interface Outcome {
 /** Runs the worker; SIGKILLs it `killAfterMs` after READY (never when undefined). */
 function runWorker(mode: 'backup' | 'restore', options: Record<string, unknown>, killAfterMs?: number): Promise<Outcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', tsxLoader, worker, mode, JSON.stringify(options)], {
+    const child = spawn(process.execPath, [...fromSource(worker), mode, JSON.stringify(options)], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     });

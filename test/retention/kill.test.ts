@@ -16,17 +16,17 @@ import { ArtifactRetention } from '../../src/retention/retention.ts';
 import { readFence } from '../../src/system/fence.ts';
 import { recoverMaintenance } from '../../src/system/recovery.ts';
 import { advanceEpoch } from '../../src/system/state.ts';
+import { fromSource } from '../helpers/cli-bundle.ts';
 import { embedded, epochOf, host } from '../helpers/retention-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
 
 const RUNS = Number(process.env.ALP_RETENTION_KILL_RUNS ?? 12);
-const tsx = import.meta.resolve('tsx');
 const worker = path.join(import.meta.dirname, 'fixtures', 'purge-worker.ts');
 
 function purgeIn(options: Record<string, unknown>, killAfterMs: number): Promise<{ completed: boolean }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', tsx, worker, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...fromSource(worker), JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (b: Buffer) => {

@@ -15,10 +15,10 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { createContext } from '../../src/runtime/context.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { TelemetryQueue } from '../../src/telemetry/queue.ts';
+import { fromSource } from '../helpers/cli-bundle.ts';
 import { assertCountersMatchItems, auditItems } from '../helpers/telemetry-harness.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
-const tsx = import.meta.resolve('tsx');
 const worker = path.join(import.meta.dirname, 'crash-worker.ts');
 const rounds = Number(process.env.ALP_CRASH_ROUNDS ?? 12);
 
@@ -27,7 +27,7 @@ function start(args: string[]): {
   ready: Promise<void>;
   exit: Promise<{ code: number | null; signal: string | null; stderr: string }>;
 } {
-  const child = spawn(process.execPath, ['--import', tsx, worker, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...fromSource(worker), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString();
