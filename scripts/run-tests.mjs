@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Runs the node test runner over every test/**/*.test.ts (Node 20 does not discover .ts files itself).
 // Usage: node scripts/run-tests.mjs [dir-or-file-filter...]; fails when no test file is found.
-// Without a filter (`npm test`) the campaign-like files are left out: the kill -9 loops and the fault
-// matrix, the files package.json's `test:campaigns` names. `npm run test:campaigns` runs exactly those
-// (.ci/run runs it after `npm test`), and a filter that names one runs it as before.
+// Without a filter (`npm test`) the campaign-like files are left out (kill -9 during backup/restore, the
+// fault matrix): the files package.json's `test:campaigns` names. `npm run test:campaigns` runs exactly
+// those (.ci/run runs it after `npm test`), and a filter that names one runs it as before.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
