@@ -137,3 +137,19 @@ export const historySegmentKey = (artifactId: string, digestHex: string) => {
   if (!/^[0-9a-f]{64}$/.test(digestHex)) throw new InvalidInput('a segment key needs a sha256 hex digest');
   return `${HISTORY_SEGMENT_PREFIX}${artifactId}/${digestHex}.jsonl.gz`;
 };
+
+/** Key order: string order in UTF-8 bytes (the content contract's listing order, SQLite's BINARY collation): code units order the same way except that surrogates sort above U+E000–U+FFFF. */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return utf8Rank(x) - utf8Rank(y);
+  }
+  return a.length - b.length;
+}
+
+function utf8Rank(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
+}

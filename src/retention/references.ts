@@ -17,10 +17,19 @@ import { refIndexPartitions } from '../core/keys.ts';
 import type { Item, ItemStore, Page } from '../store/item-store.ts';
 import { scanParallelism } from '../store/scan-options.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { allRefIndexEntries, contentRootId, type RefIndexEntry } from '../system/ref-index.ts';
+import { contentRootId } from '../system/ref-index.ts';
 import { storedPins } from './pins.ts';
-import { commitCache, dropCache, releasesReferences, type ScanCacheOptions, saveCache, startFromCache } from './scan-cache.ts';
-import { expandKnown, markFresh, referencedBad, unknownReferenced } from './scan-closure.ts';
+import {
+  type CachedStart,
+  commitCache,
+  dropCache,
+  releasesReferences,
+  type ScanCacheOptions,
+  saveCache,
+  startFromCache,
+} from './scan-cache.ts';
+import { expandKnown, markFresh, markNew, referencedBad, unknownReferenced } from './scan-closure.ts';
+import { checkRecorded, diffListing, entriesOfNew, ListingOutOfOrder, prepareCached } from './scan-diff.ts';
 import { KEY_PREFIXES, noteBackup, noteInFlightVersions, noteItem } from './scan-items.ts';
 import {
   flushEntries,
@@ -126,11 +135,13 @@ async function itemPass(ctx: ServiceContext, ws: Workset, segments: number, stat
   );
   ws.resolveStaged();
   ws.itemPassDone = true;
+  checkRecorded(ws, false);
   noteInFlightVersions(ws, now);
 }
 
 /** Marks, reads and expands until nothing new is referenced. Fails closed on a referenced bad object. */
 async function closure(ctx: ServiceContext, ws: Workset, stats: ScanStats, progress: Progress): Promise<void> {
+  markNew(ws);
   for (let round = 1; ; round++) {
     markFresh(ws);
     const unknown = unknownReferenced(ws, 1000);
@@ -168,34 +179,59 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
   const items = ctx.items as ItemStore & ScanningStore;
   // Taken before anything is read: every write that commits after it is in scanChangedSince(mark).
   const mark = typeof items.changeMark === 'function' ? await items.changeMark() : 'full';
+  const cache = opts.cache && mark !== 'full' ? opts.cache : undefined;
+  const now = ctx.clock.now().getTime();
+  const start = cache ? await startFromCache(ctx.items, cache, now) : undefined;
+  try {
+    return await scanFrom(ctx, opts, { mark, cache, start, started });
+  } catch (e) {
+    if (!(e instanceof ListingOutOfOrder)) throw e;
+    // An engine whose listing cannot be merged with the cache (its order is not the keys' UTF-8 order).
+    return scanFrom(ctx, opts, { mark, cache, start: undefined, started });
+  }
+}
+
+interface ScanStart {
+  mark: string;
+  cache: ScanCacheOptions | undefined;
+  start: CachedStart | undefined;
+  started: number;
+}
+
+/** A whole scan, or one from the cache (the changes since its mark folded in, the listing merged with its rows). */
+async function scanFrom(ctx: ServiceContext, opts: ScanOptions, { mark, cache, start, started }: ScanStart): Promise<ReferenceScan> {
   const stats: ScanStats = { items: 0, objects: 0, objectsRead: 0, bytesRead: 0, indexed: 0, indexedNow: 0, coldTrusted: 0, ms: 0 };
   const progress = throttled(opts.onProgress);
   const now = ctx.clock.now().getTime();
-  const cache = opts.cache && mark !== 'full' ? opts.cache : undefined;
-  let start = cache ? await startFromCache(ctx.items, cache, now) : undefined;
-  if (start && !(await foldChanges(ctx, start.ws, start.mark, stats, progress))) {
-    start.ws.close();
-    start = undefined;
+  const partitions = new Set(refIndexPartitions(contentRootId(ctx.content.location), ctx.layout.index_shards));
+  let cached = start;
+  if (cached && !(await foldChanges(ctx, cached.ws, cached.mark, partitions, stats, progress))) {
+    cached.ws.close();
+    cached = undefined;
     stats.items = 0;
   }
-  const ws = start?.ws ?? new Workset();
-  if (start) stats.fromCache = true;
-  ws.entryPartitions = new Set(refIndexPartitions(contentRootId(ctx.content.location), ctx.layout.index_shards));
+  const ws = cached?.ws ?? new Workset();
+  ws.entryPartitions = partitions;
+  if (cached) stats.fromCache = true;
   let saved: string | undefined;
   try {
-    // The item references are saved before pins and the closure add to them (scan-cache.ts).
-    const keep = () => {
-      if (cache) saved = saveCache(ws, cache, { mark, builtAt: start?.builtAt ?? now });
-    };
-    await Promise.all([
-      (start
-        ? readEntries(ctx, ws, stats, progress)
-        : itemPass(ctx, ws, opts.segments ?? scanParallelism(ctx.items), stats, progress)
-      ).then(keep),
-      listObjects(ctx, ws, KEY_PREFIXES, progress).then((n) => {
-        stats.objects = n;
-      }),
-    ]);
+    if (cached) {
+      stats.objects = await diffListing(ctx, ws, KEY_PREFIXES, progress);
+      await entriesOfNew(ctx, ws);
+    } else {
+      await Promise.all([
+        itemPass(ctx, ws, opts.segments ?? scanParallelism(ctx.items), stats, progress),
+        listObjects(ctx, ws, KEY_PREFIXES, progress).then((n) => {
+          stats.objects = n;
+        }),
+      ]);
+    }
+    await readIndex(ctx, ws, stats);
+    await readUnindexed(ctx, ws, stats, knownFn(opts.knownDigests), progress);
+    await closure(ctx, ws, stats, progress);
+    await flushEntries(ctx, ws, stats);
+    // Saved before any pin is applied: pins are the caller's and the installation's of this scan only.
+    if (cache) saved = saveCache(ws, cache, { mark, builtAt: cached?.builtAt ?? now });
     // The installation's stored pins (alp pins) are pins of every scan, whoever called it (B8): strict,
     // so they keep an archived original too, not only its listed copy (B13).
     const stored = await storedPins(ctx.items);
@@ -203,8 +239,6 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
       for (const p of opts.pins ?? []) ws.digest(p, 'pinned by the host', true);
       for (const p of stored) ws.digest(p, 'pinned in the installation (alp pins)', true);
     });
-    await readIndex(ctx, ws, stats);
-    await readUnindexed(ctx, ws, stats, knownFn(opts.knownDigests), progress);
     await closure(ctx, ws, stats, progress);
     await flushEntries(ctx, ws, stats);
   } catch (e) {
@@ -222,16 +256,31 @@ export async function scanReferences(ctx: ServiceContext, opts: ScanOptions = {}
  * Folds the items changed since a cached scan's mark into its working set (entries aside: they are
  * read whole, readEntries). False when one of them may release references: the cache is not used.
  */
-async function foldChanges(ctx: ServiceContext, ws: Workset, since: string, stats: ScanStats, progress: Progress): Promise<boolean> {
+async function foldChanges(
+  ctx: ServiceContext,
+  ws: Workset,
+  since: string,
+  partitions: Set<string>,
+  stats: ScanStats,
+  progress: Progress,
+): Promise<boolean> {
   const items = ctx.items as ItemStore & ScanningStore;
   if (typeof items.scanChangedSince !== 'function') return false;
   const released = new Error('released');
+  prepareCached(ws);
+  ws.entryPartitions = partitions;
+  ws.itemPassDone = true;
+  ws.entryDropsRow = true;
   try {
     await foldPages(
       ws,
       async (cursor) => {
         const page = await items.scanChangedSince?.(since, cursor ? { cursor } : {});
         if (!page || page.items.some(releasesReferences)) throw released;
+        // An observation that changed (a purge prepared, done, reset): its object's row is listed again.
+        ws.tx(() => {
+          for (const i of page.items) if (i.type === 'retention_observation' && typeof i.key === 'string') ws.invalidate(i.key);
+        });
         return page;
       },
       ctx.clock.now().getTime(),
@@ -243,30 +292,13 @@ async function foldChanges(ctx: ServiceContext, ws: Workset, since: string, stat
   } catch (e) {
     if (e === released) return false;
     throw e;
+  } finally {
+    ws.entryDropsRow = false;
   }
   ws.resolveStaged();
   noteInFlightVersions(ws, ctx.clock.now().getTime());
+  checkRecorded(ws, true);
   return true;
-}
-
-/** Every reference-index entry of the content root (ref-index.ts allRefIndexEntries), for a scan started from the cache. */
-async function readEntries(ctx: ServiceContext, ws: Workset, stats: ScanStats, progress: Progress): Promise<void> {
-  let batch: RefIndexEntry[] = [];
-  const flush = () => {
-    const b = batch;
-    batch = [];
-    ws.tx(() => {
-      for (const e of b) ws.entry(e);
-    });
-    stats.items += b.length;
-    progress('entries', stats.items);
-  };
-  for await (const e of allRefIndexEntries(ctx.items, contentRootId(ctx.content.location), ctx.layout.index_shards)) {
-    batch.push(e);
-    if (batch.length >= 1000) flush();
-  }
-  flush();
-  ws.itemPassDone = true;
 }
 
 function resultOf(ws: Workset, stats: ScanStats, mark: string): ReferenceScan & { readonly workset: Workset } {

@@ -210,15 +210,16 @@ async function startGrace(
       for (const s of b) work.start(s.item, s.prior);
     });
   };
+  const changed = work.anyChangedReset();
   for (const c of scan.candidates()) {
     if (!c.digest) continue;
-    const prior = work.get(c.key);
-    if (prior && prior.state !== 'PURGED') continue;
+    const prior = work.stateOf(c.key);
+    if (prior !== undefined && prior !== 'PURGED') continue;
     let digest: string | undefined = c.digest;
     // Changed bytes: the listing's digest may be the one recorded before the change; read them again.
-    if (work.update(c.key)?.why === 'changed') digest = await storedDigest(ctx.content, c.key);
+    if (changed && work.update(c.key)?.why === 'changed') digest = await storedDigest(ctx.content, c.key);
     if (digest === undefined || scan.digestWhy(digest, c.key)) continue;
-    batch.push({ item: observationOf(root, c, digest, at, ctx.layout.index_shards), prior: prior ? 'PURGED' : null });
+    batch.push({ item: observationOf(root, c, digest, at, ctx.layout.index_shards), prior: prior ?? null });
     if (batch.length >= 500) flush();
   }
   flush();

@@ -39,6 +39,8 @@ export class ObservationWorkset {
     this.stmts = {
       putObs: db.prepare('INSERT OR REPLACE INTO obs (key, state, first_ms, quarantined_ms, item) VALUES (?, ?, ?, ?, ?)'),
       getObs: db.prepare('SELECT item FROM obs WHERE key = ?').pluck(),
+      stateObs: db.prepare('SELECT state FROM obs WHERE key = ?').pluck(),
+      anyChanged: db.prepare("SELECT 1 FROM upd WHERE kind = 'reset' AND why = 'changed' LIMIT 1").pluck(),
       delObs: db.prepare('DELETE FROM obs WHERE key = ?'),
       pageObs: db.prepare('SELECT item FROM obs WHERE key > ? ORDER BY key LIMIT ?').pluck(),
       putUpd: db.prepare('INSERT OR REPLACE INTO upd (key, kind, pk, sk, prior, why, item) VALUES (?, ?, ?, ?, ?, ?, ?)'),
@@ -87,6 +89,16 @@ export class ObservationWorkset {
   get(key: string): Observation | undefined {
     const s = this.stmts.getObs.get(key) as string | undefined;
     return s === undefined ? undefined : (JSON.parse(s) as Observation);
+  }
+
+  /** The state of the observation in force for `key`, if any (no parse of the item). */
+  stateOf(key: string): string | undefined {
+    return this.stmts.stateObs.get(key) as string | undefined;
+  }
+
+  /** Whether any reset so far was for changed bytes (most plans: none, and no per-key look-up is needed). */
+  anyChangedReset(): boolean {
+    return this.stmts.anyChanged.get() !== undefined;
   }
 
   /** The observation leaves the set in force (reset, or missing and left for an operator). */

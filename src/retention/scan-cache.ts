@@ -1,19 +1,22 @@
 /**
- * The retention plan's reference cache (issue 17: a plan's cost grows with what changed, not with
- * everything ever stored). What the items name — the `refs` database of the working set
- * (scan-workset.ts), everything but the listing, the index entries and what the closure derived — is
- * saved after each plan's scan with the item store's change mark taken before it read anything. The
- * next plan starts from a copy of it and folds in only the items written since that mark
- * (ItemStore.scanChangedSince); the listing, the index entries and the closure are rebuilt every time,
- * so objects and their contents are never taken from the cache.
+ * The retention plan's cache (issue 17: a plan's cost grows with what changed, not with everything
+ * ever stored). The whole working set (scan-workset.ts) — what the items name, the listing's rows, the
+ * index entries, and what the closure derived from them — is saved after each plan's closure (before
+ * any pin of that plan is applied) with the item store's change mark taken before the scan read
+ * anything. The next plan starts from a copy of it, folds in only the items written since that mark
+ * (ItemStore.scanChangedSince), lists everything again and merges the listing with the cached rows
+ * (scan-diff.ts): only new, gone or resized objects are written, and only new references and new
+ * objects go through the closure (scan-closure.ts markNew / markFresh).
  *
- * Conservative by construction: folding changes only adds references. What a cache cannot see —
- * deleted items, upload reservations gone stale with time — can only keep more objects than a whole
- * scan would, never fewer; and it is bounded: a cache is rebuilt by a whole scan once it is
- * CACHE_MAX_AGE_MS old (by the injected clock), when the store cannot answer the changes since its
- * mark from a log (ItemStore.changesAnswerable: DynamoDB never can), when its installation, content
- * root or index layout differ, and whenever a changed item releases references: an archive record (an
- * original superseded by its copy, B13), a backup FAILED or RETIRED, a pin added or removed.
+ * Conservative by construction: folding changes only adds references, and a reference once derived
+ * (a digest found inside a referenced object) stays. What a cache cannot see — deleted items, upload
+ * reservations gone stale with time, objects gone since their references were derived — can only keep
+ * more objects than a whole scan would, never fewer; and it is bounded: a cache is rebuilt by a whole
+ * scan once it is CACHE_MAX_AGE_MS old (by the injected clock), when the store cannot answer the
+ * changes since its mark from a log (ItemStore.changesAnswerable: DynamoDB never can), when its
+ * installation, content root or index layout differ, and whenever a changed item releases references:
+ * an archive record (an original superseded by its copy, B13), a backup FAILED or RETIRED, a pin
+ * added or removed. What the cache never answers for is listed as new every time (scan-diff.ts).
  *
  * The cache is not state: a missing, unreadable or foreign file means a whole scan. It lives in
  * ALP_SCAN_CACHE_DIR (default: the OS temp directory's alp-scan-cache/, created 0700); ALP_SCAN_CACHE_DIR=off
@@ -29,7 +32,7 @@ import { archivedOriginals } from '../lifecycle/references.ts';
 import type { Item, ItemStore } from '../store/item-store.ts';
 import { Workset } from './scan-workset.ts';
 
-export const CACHE_FORMAT = '1';
+export const CACHE_FORMAT = '2';
 export const CACHE_MAX_AGE_MS = 60 * 60 * 1000;
 
 export interface ScanCacheOptions {
@@ -99,12 +102,12 @@ export function releasesReferences(item: Item): boolean {
   return archivedOriginals(item).length > 0;
 }
 
-/** Saves the working set's item references as the cache (a private copy, then an atomic rename). */
+/** Saves the working set as the cache (a private copy, then an atomic rename). */
 export function saveCache(ws: Workset, c: ScanCacheOptions, meta: { mark: string; builtAt: number }): string | undefined {
   if (!cacheDir(c)) return undefined;
   const tmp = `${c.file}.${process.pid}.${Date.now()}.tmp`;
   fs.rmSync(tmp, { force: true });
-  ws.saveRefs(tmp, { format: CACHE_FORMAT, identity: c.identity, mark: meta.mark, built_at: String(meta.builtAt) });
+  ws.saveTo(tmp, { format: CACHE_FORMAT, identity: c.identity, mark: meta.mark, built_at: String(meta.builtAt) });
   fs.chmodSync(tmp, 0o600);
   return tmp;
 }

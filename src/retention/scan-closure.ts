@@ -40,7 +40,7 @@ export function markFresh(ws: Workset): number {
     db.exec('UPDATE prefixes SET fresh = 0 WHERE fresh = 1');
     marked += db
       .prepare(
-        `UPDATE objects SET why = 'its digest is ' || (SELECT d.why FROM digests d WHERE d.digest = objects.digest)
+        `UPDATE objects SET why = 'its digest is ' || (SELECT COALESCE(d.strict_why, d.why) FROM digests d WHERE d.digest = objects.digest)
          WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE fresh = 1 AND strict = 1)`,
       )
       .run().changes;
@@ -51,6 +51,41 @@ export function markFresh(ws: Workset): number {
       )
       .run().changes;
     db.exec('UPDATE digests SET fresh = 0 WHERE fresh = 1');
+    return marked;
+  });
+}
+
+/**
+ * Rows a scan from the cache listed as new (fresh = 1, scan-diff.ts) matched against every reference,
+ * fresh or not (an old reference to a new object); then they are rows like any other.
+ */
+export function markNew(ws: Workset): number {
+  const db = ws.db;
+  return ws.tx(() => {
+    let marked = 0;
+    db.exec(`INSERT OR IGNORE INTO digests(digest, why)
+      SELECT t.digest, t.why FROM objects o INDEXED BY objects_fresh JOIN typed t ON t.key = o.key
+      WHERE o.fresh = 1 AND (o.digest IS NULL OR o.digest != t.digest)`);
+    marked += db
+      .prepare(
+        `UPDATE objects INDEXED BY objects_fresh SET why = (SELECT k.why FROM keyrefs k WHERE k.key = objects.key)
+         WHERE fresh = 1 AND why IS NULL AND EXISTS (SELECT 1 FROM keyrefs k WHERE k.key = objects.key)`,
+      )
+      .run().changes;
+    const byPrefix = db.prepare('UPDATE objects SET why = ? WHERE fresh = 1 AND why IS NULL AND key >= ? AND key < ?');
+    for (const p of db.prepare('SELECT prefix, why FROM prefixes').all() as Array<{ prefix: string; why: string }>) {
+      marked += byPrefix.run(p.why, p.prefix, prefixEnd(p.prefix)).changes;
+    }
+    const byDigest = (strictOnly: boolean) =>
+      db
+        .prepare(
+          `UPDATE objects INDEXED BY objects_fresh SET why = 'its digest is ' || (SELECT ${strictOnly ? 'COALESCE(d.strict_why, d.why)' : 'd.why'} FROM digests d WHERE d.digest = objects.digest)
+           WHERE fresh = 1 AND why IS NULL AND EXISTS (SELECT 1 FROM digests d WHERE d.digest = objects.digest${strictOnly ? ' AND d.strict = 1' : ''})
+           ${strictOnly ? '' : `AND ${NOT_SUPERSEDED}`}`,
+        )
+        .run().changes;
+    marked += byDigest(true) + byDigest(false);
+    db.exec('UPDATE objects SET fresh = 0 WHERE fresh = 1');
     return marked;
   });
 }

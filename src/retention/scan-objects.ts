@@ -204,7 +204,7 @@ async function unscannable(ctx: ServiceContext, ws: Workset, stats: ScanStats, k
   for await (const c of await ctx.content.readRaw(key)) acc.update(c);
   stats.objectsRead++;
   stats.bytesRead += acc.size;
-  ws.failures.set(key, e);
+  ws.fail(key, e);
   ws.tx(() => ws.known(key, acc.digest()));
 }
 

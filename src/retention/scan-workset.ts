@@ -6,12 +6,14 @@
  *
  * Tables:
  *   objects(key, size, cls, digest, why, inner)  the listing; why = first reason it is referenced;
- *                                                inner: 0 unknown, 1 known (entry or read), 2 expanded
+ *                                                inner: 0 unknown, 1 known (entry or read), 2 expanded;
+ *                                                fresh: listed since the cached scan; guess: digest
+ *                                                from an observation, not from bytes or an entry
  *   inner(key, digest)                           digests found inside an object (entry or bytes);
  *                                                trusted only once objects.inner >= 1
  *   entries(key, digest, size, overflow)         the content root's reference-index entries (item pass)
  *   keyrefs / prefixes                           keys and key prefixes named (in-flight uploads)
- *   digests(digest, why, strict)                 digests named; only strict ones (pins) mark an archived
+ *   digests(digest, why, strict, strict_why)     digests named; only strict ones (pins) mark an archived
  *                                                original whose verified copy is listed (B13)
  *   typed(key, digest, why)                      key + digest references (refsOfItem, backups): satisfied
  *                                                by their own object; named as a plain digest otherwise
@@ -27,17 +29,31 @@ import type { ObjectInfo } from '../content/content-store.ts';
 import { MAX_INDEXED_DIGESTS, type RefIndexEntry } from '../system/ref-index.ts';
 import { openScratch, SCRATCH_CACHE_KIB, type Scratch } from '../system/scratch.ts';
 
-/** What the listing and the objects' bytes or entries tell (rebuilt by every scan). */
+/**
+ * What the listing and the objects' bytes or entries tell, and what the closure derived (why). Kept in
+ * the cache with the item references (scan-cache.ts): a scan from the cache re-lists and changes only
+ * the rows whose key, size or class differ (fresh = 1: matched against every reference, not only the
+ * fresh ones); guess = 1: the digest is an observation's, not read (dropped when the cache is loaded).
+ */
 const OBJECT_SCHEMA = `
-CREATE TABLE objects(key TEXT PRIMARY KEY, size INTEGER NOT NULL, cls TEXT, cold INTEGER NOT NULL, digest TEXT, why TEXT,
-  inner INTEGER NOT NULL DEFAULT 0, bad TEXT) WITHOUT ROWID;
-CREATE INDEX objects_digest ON objects(digest);
-CREATE INDEX objects_unknown ON objects(key) WHERE why IS NOT NULL AND inner = 0;
-CREATE INDEX objects_known ON objects(key) WHERE why IS NOT NULL AND inner = 1;
-CREATE INDEX objects_unread ON objects(key) WHERE inner = 0 AND digest IS NULL;
-CREATE INDEX objects_bad ON objects(key) WHERE bad IS NOT NULL;
-CREATE TABLE inner(key TEXT NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(key, digest)) WITHOUT ROWID;
-CREATE TABLE entries(key TEXT PRIMARY KEY, digest TEXT NOT NULL, size INTEGER NOT NULL, overflow INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE refs.objects(key TEXT PRIMARY KEY, size INTEGER NOT NULL, cls TEXT, cold INTEGER NOT NULL, digest TEXT, why TEXT,
+  inner INTEGER NOT NULL DEFAULT 0, bad TEXT, fresh INTEGER NOT NULL DEFAULT 0, guess INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE INDEX refs.objects_digest ON objects(digest);
+CREATE INDEX refs.objects_unknown ON objects(key) WHERE why IS NOT NULL AND inner = 0;
+CREATE INDEX refs.objects_known ON objects(key) WHERE why IS NOT NULL AND inner = 1;
+CREATE INDEX refs.objects_unread ON objects(key) WHERE inner = 0 AND digest IS NULL;
+CREATE INDEX refs.objects_bad ON objects(key) WHERE bad IS NOT NULL;
+CREATE INDEX refs.objects_fresh ON objects(key) WHERE fresh = 1;
+CREATE INDEX refs.objects_guess ON objects(key) WHERE guess = 1;
+CREATE TABLE refs.inner(key TEXT NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(key, digest)) WITHOUT ROWID;
+CREATE TABLE refs.entries(key TEXT PRIMARY KEY, digest TEXT NOT NULL, size INTEGER NOT NULL, overflow INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE refs.failed(key TEXT PRIMARY KEY) WITHOUT ROWID;
+`;
+
+/** A scan from the cache: the listing's differences from the cached rows, applied once it is over. */
+const DIFF_SCHEMA = `
+CREATE TABLE main.listed_new(key TEXT PRIMARY KEY, size INTEGER NOT NULL, cls TEXT, cold INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE main.listed_gone(key TEXT PRIMARY KEY) WITHOUT ROWID;
 `;
 
 /**
@@ -48,12 +64,14 @@ const REFS_SCHEMA = `
 CREATE TABLE refs.keyrefs(key TEXT PRIMARY KEY, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
 CREATE INDEX refs.keyrefs_fresh ON keyrefs(key) WHERE fresh = 1;
 CREATE TABLE refs.prefixes(prefix TEXT PRIMARY KEY, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
-CREATE TABLE refs.digests(digest TEXT PRIMARY KEY, why TEXT NOT NULL, strict INTEGER NOT NULL DEFAULT 0, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+CREATE TABLE refs.digests(digest TEXT PRIMARY KEY, why TEXT NOT NULL, strict INTEGER NOT NULL DEFAULT 0, strict_why TEXT,
+  fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
 CREATE INDEX refs.digests_fresh ON digests(digest) WHERE fresh = 1;
 CREATE TABLE refs.typed(key TEXT NOT NULL, digest TEXT NOT NULL, why TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1, PRIMARY KEY(key, digest)) WITHOUT ROWID;
 CREATE INDEX refs.typed_digest ON typed(digest);
 CREATE INDEX refs.typed_fresh ON typed(key) WHERE fresh = 1;
-CREATE TABLE refs.recorded(key TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE refs.recorded(key TEXT PRIMARY KEY, digest TEXT NOT NULL, fresh INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
+CREATE INDEX refs.recorded_fresh ON recorded(key) WHERE fresh = 1;
 CREATE TABLE refs.staged(scope TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL, digest TEXT, why TEXT NOT NULL);
 CREATE TABLE refs.superseded(scope TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(scope, value)) WITHOUT ROWID;
 CREATE TABLE refs.sup_keys(key TEXT PRIMARY KEY, copy TEXT NOT NULL, digest TEXT NOT NULL) WITHOUT ROWID;
@@ -103,6 +121,10 @@ export class Workset {
   private readonly recentlyStaged = new Set<string>();
   /** Set once the item pass is over: later entries (a refresh) replace what reads or entries said. */
   itemPassDone = false;
+  /** While changes are folded into a cached working set: an entry met drops its object's cached row (listed again as new). */
+  entryDropsRow = false;
+  /** The database the cache saves (every table but the listing's differences). */
+  readonly refsFile: string;
 
   /**
    * A fresh working set, or one whose item references start as a copy of `refsFrom` (a database an
@@ -111,19 +133,26 @@ export class Workset {
   constructor(opts: { refsFrom?: string } = {}) {
     this.scratch = openScratch('refscan');
     this.db = this.scratch.db;
-    this.db.exec(OBJECT_SCHEMA);
-    const refs = path.join(this.scratch.dir, 'refs.db');
-    if (opts.refsFrom) fs.copyFileSync(opts.refsFrom, refs);
-    this.db.prepare('ATTACH DATABASE ? AS refs').run(refs);
+    this.db.exec(DIFF_SCHEMA);
+    this.refsFile = path.join(this.scratch.dir, 'refs.db');
+    if (opts.refsFrom) fs.copyFileSync(opts.refsFrom, this.refsFile);
+    this.db.prepare('ATTACH DATABASE ? AS refs').run(this.refsFile);
     for (const p of ['journal_mode = OFF', 'synchronous = OFF', `cache_size = -${SCRATCH_CACHE_KIB}`]) this.db.pragma(`refs.${p}`);
-    if (!opts.refsFrom) this.db.exec(REFS_SCHEMA);
+    if (!opts.refsFrom) this.db.exec(OBJECT_SCHEMA + REFS_SCHEMA);
     const p = (sql: string) => this.db.prepare(sql);
     this.s = {
       object: p('INSERT OR IGNORE INTO objects(key, size, cls, cold) VALUES (?, ?, ?, ?)'),
+      listedNew: p('INSERT OR IGNORE INTO listed_new(key, size, cls, cold) VALUES (?, ?, ?, ?)'),
+      listedGone: p('INSERT OR IGNORE INTO listed_gone(key) VALUES (?)'),
+      failed: p('INSERT OR IGNORE INTO failed(key) VALUES (?)'),
+      dropRow: p('DELETE FROM objects WHERE key = ?'),
+      dropEntry: p('DELETE FROM entries WHERE key = ?'),
+      typedAgain: p('UPDATE typed SET fresh = 1 WHERE key = ?'),
+      originalsAgain: p('UPDATE digests SET fresh = 1 WHERE digest IN (SELECT digest FROM sup_keys WHERE copy = ?)'),
       key: p('INSERT OR IGNORE INTO keyrefs(key, why) VALUES (?, ?)'),
       prefix: p('INSERT OR IGNORE INTO prefixes(prefix, why) VALUES (?, ?)'),
       digest: p(
-        'INSERT INTO digests(digest, why, strict) VALUES (?, ?, ?) ON CONFLICT(digest) DO UPDATE SET strict = 1, fresh = 1 WHERE strict = 0 AND excluded.strict = 1',
+        'INSERT INTO digests(digest, why, strict, strict_why) VALUES (?, ?, ?, ?) ON CONFLICT(digest) DO UPDATE SET strict = 1, fresh = 1, strict_why = excluded.strict_why WHERE strict = 0 AND excluded.strict = 1',
       ),
       typed: p('INSERT OR IGNORE INTO typed(key, digest, why) VALUES (?, ?, ?)'),
       recorded: p('INSERT OR IGNORE INTO recorded(key, digest) VALUES (?, ?)'),
@@ -136,13 +165,13 @@ export class Workset {
       whyKey: p('SELECT why FROM keyrefs WHERE key = ?').pluck(),
       whyPrefix: p('SELECT why FROM prefixes WHERE prefix = ?').pluck(),
       whyDigest: p('SELECT why FROM digests WHERE digest = ?').pluck(),
-      whyStrict: p('SELECT why FROM digests WHERE digest = ? AND strict = 1').pluck(),
+      whyStrict: p('SELECT COALESCE(strict_why, why) FROM digests WHERE digest = ? AND strict = 1').pluck(),
       superseded: p(
         'SELECT 1 FROM sup_keys s JOIN objects c ON c.key = s.copy WHERE s.key = ? AND s.digest = ? AND (c.digest IS NULL OR c.digest = s.digest)',
       ).pluck(),
       getObject: p('SELECT key, size, cls, cold, digest, inner, bad FROM objects WHERE key = ?'),
       byDigest: p('SELECT key FROM objects WHERE digest = ? ORDER BY key').pluck(),
-      setObject: p('UPDATE objects SET digest = ?, inner = MAX(inner, ?), cold = MAX(cold, ?) WHERE key = ?'),
+      setObject: p('UPDATE objects SET digest = ?, inner = MAX(inner, ?), cold = MAX(cold, ?), guess = ? WHERE key = ?'),
       bad: p('UPDATE objects SET bad = ? WHERE key = ?'),
       keep: p('UPDATE objects SET why = COALESCE(why, ?), inner = 2 WHERE key = ?'),
       inner: p('INSERT OR IGNORE INTO inner(key, digest) VALUES (?, ?)'),
@@ -159,6 +188,14 @@ export class Workset {
   addObject(o: ObjectInfo, cold: boolean): void {
     this.s.object?.run(o.key, o.size, o.storageClass ?? null, cold ? 1 : 0);
   }
+  /** A listed object the cache did not have (or had with another size or class); scan-diff.ts. */
+  listedNew(o: ObjectInfo, cold: boolean): void {
+    this.s.listedNew?.run(o.key, o.size, o.storageClass ?? null, cold ? 1 : 0);
+  }
+  /** A cached row the listing no longer has (or has changed). */
+  listedGone(key: string): void {
+    this.s.listedGone?.run(key);
+  }
   key(k: string, why: string): void {
     this.s.key?.run(k, why);
   }
@@ -166,7 +203,7 @@ export class Workset {
     this.s.prefix?.run(p, why);
   }
   digest(d: string, why: string, strict = false): void {
-    this.s.digest?.run(d, why, strict ? 1 : 0);
+    this.s.digest?.run(d, why, strict ? 1 : 0, strict ? why : null);
   }
   typed(k: string, d: string, why: string): void {
     this.s.typed?.run(k, d, why);
@@ -200,7 +237,7 @@ export class Workset {
   }
   /** The digest and the inner digests of an object, once read or taken from its entry (inner: 1). */
   known(key: string, digest: string | undefined, inner?: Iterable<string>, cold = false): void {
-    this.s.setObject?.run(digest ?? null, inner ? 1 : 0, cold ? 1 : 0, key);
+    this.s.setObject?.run(digest ?? null, inner ? 1 : 0, cold ? 1 : 0, inner ? 0 : 1, key);
     if (!inner) return;
     // What the bytes name replaces what an (unusable) entry said.
     this.s.forget?.run(key);
@@ -208,6 +245,7 @@ export class Workset {
   }
   /** A reference-index entry met in the item pass; its inner digests wait in `inner` until it is found usable. */
   entry(e: RefIndexEntry): void {
+    if (this.entryDropsRow) this.s.dropRow?.run(e.key);
     this.s.entry?.run(e.key, e.digest, e.size, e.overflow === true || e.digests.length > MAX_INDEXED_DIGESTS ? 1 : 0);
     // During the item pass an object's one entry is the first word on its inner digests (nothing reads before).
     if (this.itemPassDone) this.s.forget?.run(e.key);
@@ -238,7 +276,21 @@ export class Workset {
   }
   /** A cold object whose S3 checksum is its entry's digest: the entry's inner digests stand. */
   coldKnown(key: string, digest: string | undefined, entryHolds: boolean): void {
-    this.s.setObject?.run(digest ?? null, entryHolds ? 1 : 0, 1, key);
+    this.s.setObject?.run(digest ?? null, entryHolds ? 1 : 0, 1, entryHolds ? 0 : 1, key);
+  }
+  /** Bytes whose references cannot be read: an error only if they are referenced (read again by a scan from the cache). */
+  fail(key: string, e: Error): void {
+    this.failures.set(key, e);
+    this.s.failed?.run(key);
+  }
+  /** A cached object row, its inner digests and its entry are dropped: the listing brings it back as new. */
+  invalidate(key: string): void {
+    // Until it is listed again, nothing it satisfied stands: typed references to it, originals it is the copy of.
+    this.s.typedAgain?.run(key);
+    this.s.originalsAgain?.run(key);
+    this.s.dropRow?.run(key);
+    this.s.forget?.run(key);
+    this.s.dropEntry?.run(key);
   }
   /** Bytes that do not hash to the digest the items record: fails the scan if the object is referenced. */
   bad(key: string, expected: string): void {
@@ -299,13 +351,16 @@ export class Workset {
   keysWithDigest(digest: string): string[] {
     return this.s.byDigest?.all(digest) as string[];
   }
-  /** The item references as they are now, copied to `file` (VACUUM INTO: a compact, consistent copy). */
-  saveRefs(file: string, meta: Record<string, string>): void {
+  /**
+   * Everything but the listing's differences, as it is now, copied to `file`. Called between
+   * transactions: with its journal off, the database file then holds every committed page.
+   */
+  saveTo(file: string, meta: Record<string, string>): void {
     this.tx(() => {
       const put = this.db.prepare('INSERT OR REPLACE INTO refs.meta(k, v) VALUES (?, ?)');
       for (const [k, v] of Object.entries(meta)) put.run(k, v);
     });
-    this.db.prepare('VACUUM refs INTO ?').run(file);
+    fs.copyFileSync(this.refsFile, file);
   }
   /** What saveRefs recorded with the references (empty for a fresh working set). */
   refsMeta(): Record<string, string> {

@@ -1,7 +1,7 @@
 /**
  * The retention plan's reference cache (src/retention/scan-cache.ts) against a whole scan: for random
- * histories (objects written, keys and digests named by items, index entries dropped, naming items
- * deleted, references written before the objects they name, pins added and removed), a scan started
+ * histories (objects written, removed and written again with other bytes, keys and digests named by
+ * items, index entries dropped, naming items deleted, references written before the objects they name, pins added and removed), a scan started
  * from the cache finds exactly the candidates a whole scan finds — or, once a naming item was deleted
  * (deletes are not in the change log), a subset of them (more kept, never fewer) until the cache is
  * rebuilt. Plus the cases that must rebuild it: age, a releasing change, another identity, a damaged
@@ -28,6 +28,8 @@ type Step =
   | { op: 'nameKey'; i: number }
   | { op: 'nameDigest'; i: number }
   | { op: 'unindex'; i: number }
+  | { op: 'remove'; i: number }
+  | { op: 'rewrite'; i: number; names: number[] }
   | { op: 'unname'; i: number }
   | { op: 'pin'; i: number }
   | { op: 'unpin'; i: number };
@@ -41,6 +43,11 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('nameKey' as const), i: fc.nat(N - 1) }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('nameDigest' as const), i: fc.nat(N - 1) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unindex' as const), i: fc.nat(N - 1) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('remove' as const), i: fc.nat(N - 1) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('rewrite' as const), i: fc.nat(N - 1), names: fc.uniqueArray(fc.nat(N - 1), { maxLength: 2 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unname' as const), i: fc.nat(N - 1) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('pin' as const), i: fc.nat(N - 1) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unpin' as const), i: fc.nat(N - 1) }) },
@@ -68,6 +75,17 @@ async function apply(ctx: TestContext, s: Step, written: Map<number, string>): P
     case 'nameDigest':
       await ctx.items.put({ PK: `TEST#digest${s.i}`, SK: 'x', type: 'note', names: `uses ${sha256(`leaf ${s.i}`)}` });
       return false;
+    case 'remove':
+      // The object goes (a purge); a later write of i puts other bytes (other names) at the same key.
+      written.delete(s.i);
+      return ctx.content.delete(keyOf(s.i)).then(() => true);
+    case 'rewrite':
+      // Other bytes at the same key between two scans (often of the same size: the listing alone cannot tell).
+      if (!written.has(s.i)) return false;
+      await ctx.content.delete(keyOf(s.i));
+      written.set(s.i, bodyOf(s.i, s.names));
+      await ctx.content.put(keyOf(s.i), bytesOf(written.get(s.i) as string));
+      return true;
     case 'unindex':
       await deleteRefIndexEntry(ctx.items, root, ctx.layout.index_shards, keyOf(s.i));
       return false;
@@ -120,7 +138,20 @@ describe('retention reference cache', () => {
           await ctx.items.close();
         }
       }),
-      { numRuns: 15 },
+      {
+        numRuns: 15,
+        // Other bytes of the same size at a referenced key, between two scans: only its new entry tells.
+        examples: [
+          [
+            [
+              { op: 'object', i: 0, names: [1] },
+              { op: 'object', i: 2, names: [] },
+              { op: 'nameKey', i: 0 },
+              { op: 'rewrite', i: 0, names: [2] },
+            ],
+          ],
+        ],
+      },
     );
     assert.ok(cachedScans > 15, `the cache was used (${cachedScans} scans)`);
   });

@@ -10,29 +10,16 @@
  * (which dominated the listing: a directory per version), and the walk gives the event loop back every
  * CHUNK syscalls or so.
  */
-import { type Dir, lstatSync, opendirSync } from 'node:fs';
+import { type Dirent, lstatSync, readdirSync } from 'node:fs';
 import path, { extname } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
+import { compareUtf8 } from '../../core/object-keys.ts';
 import type { ObjectInfo, StorageClass } from '../content-store.ts';
 
+export { compareUtf8 };
+
 const CHUNK = 512;
-
-/** String order in UTF-8 bytes: code units order the same way except that surrogates sort above U+E000–U+FFFF. */
-export function compareUtf8(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return utf8Rank(x) - utf8Rank(y);
-  }
-  return a.length - b.length;
-}
-
-function utf8Rank(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
-}
 
 const HIGH_UNITS = /[\ud800-\uffff]/;
 
@@ -59,11 +46,14 @@ export interface WalkScope {
   tempPrefix: string;
 }
 
-/** A directory's entry keys, sorted (read one entry at a time: no array of Dirents for a huge directory). */
+/**
+ * A directory's entry keys, sorted. One readdir call (an opendir handle per directory costs more than
+ * the directory's reading: most hold two files); the Dirents live only until their keys are built.
+ */
 function readDir(dirPath: string, dirKey: string, tempPrefix: string): string[] {
-  let dir: Dir;
+  let entries: Dirent[];
   try {
-    dir = opendirSync(dirPath, { bufferSize: 256 });
+    entries = readdirSync(dirPath, { withFileTypes: true });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return [];
@@ -71,15 +61,11 @@ function readDir(dirPath: string, dirKey: string, tempPrefix: string): string[] 
   }
   const keys: string[] = [];
   let high = false;
-  try {
-    for (let d = dir.readSync(); d !== null; d = dir.readSync()) {
-      const isDir = d.isDirectory();
-      if ((!isDir && !d.isFile()) || d.name.startsWith(tempPrefix)) continue;
-      high ||= HIGH_UNITS.test(d.name);
-      keys.push(isDir ? `${dirKey}${d.name}/` : dirKey + d.name);
-    }
-  } finally {
-    dir.closeSync();
+  for (const d of entries) {
+    const isDir = d.isDirectory();
+    if ((!isDir && !d.isFile()) || d.name.startsWith(tempPrefix)) continue;
+    high ||= HIGH_UNITS.test(d.name);
+    keys.push(isDir ? `${dirKey}${d.name}/` : dirKey + d.name);
   }
   return keys.sort(high ? compareUtf8 : undefined);
 }
@@ -110,12 +96,13 @@ export async function* walkObjects(scope: WalkScope): AsyncGenerator<ObjectInfo[
     }
     if (!wanted(key, scope)) continue;
     if (key.endsWith('/')) {
-      const dirPath = path.join(frame.dirPath, key.slice(frame.dirKey.length, -1));
+      const dirPath = `${frame.dirPath}${path.sep}${key.slice(frame.dirKey.length, -1)}`;
       stack.push({ dirPath, dirKey: key, keys: readDir(dirPath, key, scope.tempPrefix), next: 0 });
       work += 8;
       continue;
     }
-    const stat = lstatSync(path.join(frame.dirPath, key.slice(frame.dirKey.length)), { throwIfNoEntry: false });
+    // Entry names hold no separator: concatenation is the path (path.join's normalising costs per file).
+    const stat = lstatSync(`${frame.dirPath}${path.sep}${key.slice(frame.dirKey.length)}`, { throwIfNoEntry: false });
     if (stat?.isFile()) batch.push({ key, size: stat.size, storageClass: reportedClass(key) });
     if (batch.length >= CHUNK || ++work >= CHUNK) {
       work = 0;
