@@ -327,13 +327,13 @@ function resultOf(ws: Workset, stats: ScanStats, mark: string): ReferenceScan & 
 
 /** Unreferenced objects under CANDIDATE_PREFIXES in key order, a page at a time (no statement stays open). */
 function* candidates(ws: Workset): Iterable<ScannedObject> {
-  const page = ws.db.prepare(
-    'SELECT key, size, cls, digest FROM objects WHERE why IS NULL AND key > ? AND key >= ? AND key < ? ORDER BY key LIMIT 500',
-  );
+  // One lower bound per query (with two, SQLite starts each page's range at the prefix: quadratic).
+  const cols = 'SELECT key, size, cls, digest FROM objects WHERE why IS NULL';
+  const first = ws.db.prepare(`${cols} AND key >= ? AND key < ? ORDER BY key LIMIT 500`);
+  const page = ws.db.prepare(`${cols} AND key > ? AND key < ? ORDER BY key LIMIT 500`);
   for (const prefix of [...CANDIDATE_PREFIXES].sort()) {
-    let after = '';
-    for (;;) {
-      const rows = page.all(after, prefix, prefixEnd(prefix)) as Array<{
+    for (let after: string | undefined; ; ) {
+      const rows = (after === undefined ? first : page).all(after ?? prefix, prefixEnd(prefix)) as Array<{
         key: string;
         size: number;
         cls: string | null;

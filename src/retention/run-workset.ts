@@ -29,6 +29,7 @@ export class ObservationWorkset {
   /** The pins recorded by interrupted (PREPARED) purges: few, kept in memory. */
   readonly recordedPins = new Set<string>();
   count = 0;
+  private resets = 0;
 
   constructor() {
     this.scratch = openScratch('retention-plan');
@@ -122,13 +123,15 @@ export class ObservationWorkset {
    * (`keepRow`: not yet, while eligible() is being paged, whose offsets must not shift).
    */
   reset(o: Observation, why: string, keepRow = false): void {
+    this.resets++;
     this.stmts.putUpd.run(o.key, 'reset', o.PK, o.SK, o.state, why, null);
     if (!keepRow) this.drop(o.key);
   }
 
   /** Records a grace start (replacing a reset of the same key, whose condition it keeps). */
   start(item: Observation, priorState: string | null): void {
-    const pending = this.update(item.key);
+    // Only a reset leaves a condition a start must keep (most plans make none: no look-up per start).
+    const pending = this.resets > 0 ? this.update(item.key) : undefined;
     const prior = pending?.kind === 'reset' ? pending.prior : priorState;
     this.stmts.putUpd.run(item.key, 'start', item.PK, item.SK, prior, pending?.why ?? null, JSON.stringify(item));
   }

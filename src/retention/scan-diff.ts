@@ -73,15 +73,17 @@ export async function diffListing(ctx: ServiceContext, ws: Workset, prefixes: re
 }
 
 async function diffPrefix(ctx: ServiceContext, ws: Workset, prefix: string, progress: (n: number) => void): Promise<number> {
-  const page = ws.db.prepare('SELECT key, size, cls, cold FROM objects WHERE key >= ? AND key > ? AND key < ? ORDER BY key LIMIT ?');
+  // One lower bound per query: with two, SQLite starts the range at one and filters by the other (every page re-read from the prefix).
+  const first = ws.db.prepare('SELECT key, size, cls, cold FROM objects WHERE key >= ? AND key < ? ORDER BY key LIMIT ?');
+  const page = ws.db.prepare('SELECT key, size, cls, cold FROM objects WHERE key > ? AND key < ? ORDER BY key LIMIT ?');
   const end = prefixEnd(prefix);
-  let rows = page.all(prefix, '', end, PAGE) as CachedRow[];
+  let rows = first.all(prefix, end, PAGE) as CachedRow[];
   let i = 0;
   // The next cached row not yet matched (pages are read ahead of any write: new rows wait in listed_new).
   const head = (): CachedRow | undefined => {
     if (i < rows.length) return rows[i];
     if (rows.length === 0) return undefined;
-    rows = page.all(prefix, (rows[rows.length - 1] as CachedRow).key, end, PAGE) as CachedRow[];
+    rows = page.all((rows[rows.length - 1] as CachedRow).key, end, PAGE) as CachedRow[];
     i = 0;
     return rows[0];
   };

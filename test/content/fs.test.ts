@@ -5,7 +5,12 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { ContentStore } from '../../src/content/content-store.ts';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
-import { compareUtf8 } from '../../src/content/fs/fs-walk.ts';
+import { compareUtf8, HAND_OVER_AT, workerWalks } from '../../src/content/fs/fs-walk.ts';
+
+function busyFor(ms: number): void {
+  for (const end = performance.now() + ms; performance.now() < end; );
+}
+
 import { sha256 } from '../../src/core/digest.ts';
 import { InvalidInput, NotFound } from '../../src/core/errors.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
@@ -119,7 +124,7 @@ describe('fs engine specifics', () => {
     for await (const _ of store.list('artifacts/')) if (++taken === 3) break;
     assert.equal(taken, 3);
   });
-  it('list() of a large tree hands over to a worker thread after 10,000 keys without losing or repeating one', async () => {
+  it('list() of a large tree for a busy caller hands over to a worker thread after HAND_OVER_AT (10,000) keys without losing or repeating one', async () => {
     const root = tempDir('alp-fs');
     const store = await FsContentStore.open(root);
     const expected: string[] = [];
@@ -134,10 +139,14 @@ describe('fs engine specifics', () => {
     expected.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     const listed: string[] = [];
     let bytes = 0;
+    const workers = workerWalks.count;
     for await (const o of store.list('artifacts/')) {
       listed.push(o.key);
       bytes += o.size;
+      // A caller with work of its own (as the retention scan's item pass): the walk moves to a worker.
+      if (listed.length <= HAND_OVER_AT) busyFor(0.05);
     }
+    assert.equal(workerWalks.count, workers + 1, 'the walk went on in a worker');
     assert.equal(listed.length, 10_100);
     assert.deepEqual(listed, expected);
     assert.equal(

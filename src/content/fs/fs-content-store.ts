@@ -31,11 +31,9 @@ import {
 } from '../content-store.ts';
 import { checkRange, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
 import { VerifyingStream } from '../verify-stream.ts';
-import { reportedClass, walkInWorker, walkObjects } from './fs-walk.ts';
+import { reportedClass, walkListing, walkObjects } from './fs-walk.ts';
 
 const TEMP_PREFIX = '.alp-tmp-';
-/** Objects a whole listing walks on the calling thread before it moves to a worker thread (fs-walk.ts). */
-const IN_THREAD_OBJECTS = 10_000;
 const READ_CHUNK = 1 << 20;
 const FILE_MODE = 0o640;
 const DIR_MODE = 0o750;
@@ -343,7 +341,7 @@ export class FsContentStore implements ContentStore {
     return page;
   }
 
-  /** One walk of the whole prefix (fs-walk.ts), not a walk per page, on a worker thread. */
+  /** One walk of the whole prefix (fs-walk.ts walkListing), not a walk per page; a large one goes on in a worker thread. */
   async *list(prefix: string): AsyncIterable<ObjectInfo> {
     validateListPrefix(prefix);
     for await (const batch of this.walk(prefix, undefined, true)) yield* batch;
@@ -464,17 +462,7 @@ export class FsContentStore implements ContentStore {
       throw e;
     }
     const scope = { dirKey, dirPath, prefix, ...(after !== undefined ? { after } : {}), tempPrefix: TEMP_PREFIX };
-    if (!worker) return yield* walkObjects(scope);
-    // A small listing is walked here (a worker costs its start-up); a large one goes on from its last key on a worker.
-    let listed = 0;
-    let last: string | undefined;
-    for await (const batch of walkObjects(scope)) {
-      yield batch;
-      listed += batch.length;
-      last = batch.at(-1)?.key ?? last;
-      if (listed >= IN_THREAD_OBJECTS) break;
-    }
-    if (listed >= IN_THREAD_OBJECTS && last !== undefined) yield* walkInWorker({ ...scope, after: last });
+    yield* worker ? walkListing(scope) : walkObjects(scope);
   }
 }
 

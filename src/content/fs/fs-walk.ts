@@ -80,7 +80,11 @@ function wanted(key: string, scope: WalkScope): boolean {
 }
 
 /** Objects under the scope in key order, in batches of at most CHUNK. */
-export async function* walkObjects(scope: WalkScope): AsyncGenerator<ObjectInfo[]> {
+export async function* walkObjects(scope: WalkScope, meter?: { busyMs: number }): AsyncGenerator<ObjectInfo[]> {
+  let resumed = performance.now();
+  const pause = () => {
+    if (meter) meter.busyMs += performance.now() - resumed;
+  };
   const stack: Frame[] = [
     { dirPath: scope.dirPath, dirKey: scope.dirKey, keys: readDir(scope.dirPath, scope.dirKey, scope.tempPrefix), next: 0 },
   ];
@@ -106,17 +110,42 @@ export async function* walkObjects(scope: WalkScope): AsyncGenerator<ObjectInfo[
     if (stat?.isFile()) batch.push({ key, size: stat.size, storageClass: reportedClass(key) });
     if (batch.length >= CHUNK || ++work >= CHUNK) {
       work = 0;
+      pause();
       if (batch.length > 0) yield batch;
       batch = [];
       await yieldToLoop();
+      resumed = performance.now();
     }
   }
+  pause();
   if (batch.length > 0) yield batch;
 }
 
 /** Batches the worker may post ahead of the reader. */
 export const CREDITS = 32;
-export type WalkMessage = { batch: ObjectInfo[] } | { done: true } | { error: { message: string; code?: string } };
+/** Keys walked on the calling thread before a worker may be started (a small listing never pays for one). */
+export const WORKER_AFTER = 2_000;
+/** Keys walked on the calling thread before the walk goes on in the worker (which started meanwhile). */
+export const HAND_OVER_AT = 10_000;
+/**
+ * Below this share of the calling thread's time spent walking, the thread has other work (the
+ * retention scan's item pass) and the walk moves to a worker; above it, the caller waits on the walk
+ * anyway and a worker would only add its start-up and the messages.
+ */
+export const BUSY_SHARE = 0.75;
+/** Walks that went on in a worker (tests check the hand-over happens). */
+export const workerWalks = { count: 0 };
+
+/** A batch as posted: keys joined by NUL (no file name holds one) and sizes in a transferred array, cheap to clone. */
+export type WalkMessage = { keys: string; sizes: Float64Array } | { done: true } | { error: { message: string; code?: string } };
+
+export function packBatch(batch: readonly ObjectInfo[]): { keys: string; sizes: Float64Array } {
+  return { keys: batch.map((o) => o.key).join('\u0000'), sizes: Float64Array.from(batch, (o) => o.size) };
+}
+
+function unpackBatch(m: { keys: string; sizes: Float64Array }): ObjectInfo[] {
+  return m.keys.split('\u0000').map((key, i) => ({ key, size: m.sizes[i] as number, storageClass: reportedClass(key) }));
+}
 
 /** A walk holds one directory's keys per level: a small heap, so its garbage does not pile up in RSS. */
 const WORKER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 256 };
@@ -127,38 +156,72 @@ const WORKER_URL = new URL(`./fs-walk-worker${SOURCE_EXT}`, import.meta.url);
  * Built (dist/*.js), the worker is its file. Run from source (tests, bench: `--import tsx`), a worker
  * does not inherit tsx's loader on Node 20 (privatenumber/tsx#354): it registers it first.
  */
-function startWorker(scope: WalkScope): Worker {
-  if (SOURCE_EXT !== '.ts') return new Worker(WORKER_URL, { workerData: scope, resourceLimits: WORKER_LIMITS });
+function startWorker(): Worker {
+  if (SOURCE_EXT !== '.ts') return new Worker(WORKER_URL, { resourceLimits: WORKER_LIMITS });
   const boot = `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`;
-  return new Worker(boot, { eval: true, workerData: scope, resourceLimits: WORKER_LIMITS });
+  return new Worker(boot, { eval: true, resourceLimits: WORKER_LIMITS });
+}
+
+/** A worker started ahead of its scope (it boots while the calling thread walks); messages queue until read. */
+class WalkWorker {
+  private readonly worker = startWorker();
+  private readonly queue: WalkMessage[] = [];
+  private notify: (() => void) | undefined;
+
+  constructor() {
+    const push = (m: WalkMessage) => {
+      this.queue.push(m);
+      this.notify?.();
+    };
+    this.worker.on('message', push);
+    this.worker.on('error', (e) => push({ error: { message: e.message } }));
+    this.worker.on('exit', (code) => push(code === 0 ? { done: true } : { error: { message: `listing worker exited with ${code}` } }));
+  }
+
+  async *walk(scope: WalkScope): AsyncGenerator<ObjectInfo[]> {
+    this.worker.postMessage({ scope });
+    for (;;) {
+      while (this.queue.length === 0) await new Promise<void>((r) => (this.notify = r));
+      const m = this.queue.shift() as WalkMessage;
+      if ('error' in m) throw Object.assign(new Error(m.error.message), m.error.code ? { code: m.error.code } : {});
+      if ('done' in m) return;
+      this.worker.postMessage({ credit: 1 });
+      yield unpackBatch(m);
+    }
+  }
+
+  terminate(): Promise<number> {
+    return this.worker.terminate();
+  }
 }
 
 /**
- * walkObjects on a worker thread: a whole listing's directory reads, stats and sorts run on the second
- * core while the caller works on what it already has (the retention scan folds items meanwhile).
- * Ending the iteration early terminates the worker.
+ * A whole listing: on the calling thread while the caller waits on it; when the caller has other work
+ * (under BUSY_SHARE of the thread spent walking, measured over the first WORKER_AFTER–HAND_OVER_AT keys),
+ * the rest goes on in a worker thread started early (its start-up overlaps the walk), whose directory
+ * reads, stats and sorts run on the second core while the caller works on what it already has (the
+ * retention scan folds items meanwhile). Ending the iteration early terminates the worker.
  */
-export async function* walkInWorker(scope: WalkScope): AsyncGenerator<ObjectInfo[]> {
-  const worker = startWorker(scope);
-  const queue: WalkMessage[] = [];
-  let notify: (() => void) | undefined;
-  const push = (m: WalkMessage) => {
-    queue.push(m);
-    notify?.();
-  };
-  worker.on('message', push);
-  worker.on('error', (e) => push({ error: { message: e.message } }));
-  worker.on('exit', (code) => push(code === 0 ? { done: true } : { error: { message: `listing worker exited with ${code}` } }));
+export async function* walkListing(scope: WalkScope): AsyncGenerator<ObjectInfo[]> {
+  let worker: WalkWorker | undefined;
+  let listed = 0;
+  let last: string | undefined;
+  const meter = { busyMs: 0 };
+  const started = performance.now();
   try {
-    for (;;) {
-      while (queue.length === 0) await new Promise<void>((r) => (notify = r));
-      const m = queue.shift() as WalkMessage;
-      if ('error' in m) throw Object.assign(new Error(m.error.message), m.error.code ? { code: m.error.code } : {});
-      if ('done' in m) return;
-      worker.postMessage(1);
-      yield m.batch;
+    for await (const batch of walkObjects(scope, meter)) {
+      yield batch;
+      listed += batch.length;
+      last = batch.at(-1)?.key ?? last;
+      const shared = meter.busyMs < BUSY_SHARE * (performance.now() - started);
+      if (!worker && listed >= WORKER_AFTER && listed < HAND_OVER_AT && shared) worker = new WalkWorker();
+      if (worker && listed >= HAND_OVER_AT) break;
+    }
+    if (worker && listed >= HAND_OVER_AT && last !== undefined) {
+      workerWalks.count++;
+      yield* worker.walk({ ...scope, after: last });
     }
   } finally {
-    await worker.terminate();
+    await worker?.terminate();
   }
 }
