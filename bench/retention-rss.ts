@@ -2,7 +2,8 @@
  * RSS high-water (VmHWM from /proc/self/status) of the retention plan — and of backup, restore and
  * reconcile — at 10 k / 100 k / 1 M objects, each case in its own child process over an installation
  * built directly (bench/retention-build.ts, the same way at every size; the build runs in a child of its
- * own so its memory is not counted). `idle` is the child opening the stores and doing nothing (the
+ * own so its memory is not counted). `plan` is a whole scan, `plan-cached` the plan after it (from the
+ * cache the first saved). `idle` is the child opening the stores and doing nothing (the
  * baseline the others add to). ALP_BENCH_RSS_MODES=idle,plan limits the cases (e.g. at 1 M). Run as a
  * script, it is the child: `retention-rss.ts <mode> <dir> <objects>`.
  */
@@ -26,7 +27,7 @@ import { benchDir, fmt, header, row } from './util.ts';
 
 const run = promisify(execFile);
 const self = fileURLToPath(import.meta.url);
-const MODES = ['idle', 'plan', 'backup', 'restore', 'reconcile'] as const;
+const MODES = ['idle', 'plan', 'plan-cached', 'backup', 'restore', 'reconcile'] as const;
 type Mode = (typeof MODES)[number] | 'build';
 
 function vmHwmKib(): number {
@@ -42,7 +43,8 @@ async function child(mode: Mode, dir: string, objects: number): Promise<Record<s
   const items = new SqliteItemStore(path.join(dir, db), { synchronous: 'NORMAL' });
   const ctx = createContext({ items, content, clock });
   try {
-    if (mode === 'plan') {
+    // plan: a whole scan (a new installation has no cache); plan-cached: the next one, from the cache it saved.
+    if (mode === 'plan' || mode === 'plan-cached') {
       const retention = new ArtifactRetention(items, content, { clock, layout: ctx.layout });
       const plan = await retention.plan(await readEpoch(items), 'QUARANTINE', { maxArtifacts: 1000 });
       await retention.close();

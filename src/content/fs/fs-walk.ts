@@ -10,7 +10,7 @@
  * (which dominated the listing: a directory per version), and the walk gives the event loop back every
  * CHUNK syscalls or so.
  */
-import { type Dirent, lstatSync, readdirSync } from 'node:fs';
+import { type Dirent, lstatSync, opendirSync, readdirSync } from 'node:fs';
 import path, { extname } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
@@ -47,25 +47,34 @@ export interface WalkScope {
 }
 
 /**
- * A directory's entry keys, sorted. One readdir call (an opendir handle per directory costs more than
- * the directory's reading: most hold two files); the Dirents live only until their keys are built.
+ * A directory's entry keys, sorted. The content root and its top-level directories (which hold every
+ * artifact, every run) are read one entry at a time, holding no Dirent per entry; deeper ones (most
+ * hold two files) with one readdir call each, since an opendir handle costs more than reading a small
+ * directory.
  */
 function readDir(dirPath: string, dirKey: string, tempPrefix: string): string[] {
-  let entries: Dirent[];
+  const streamed = dirKey.indexOf('/') === dirKey.length - 1;
+  const keys: string[] = [];
+  let high = false;
+  const take = (d: Dirent) => {
+    const isDir = d.isDirectory();
+    if ((!isDir && !d.isFile()) || d.name.startsWith(tempPrefix)) return;
+    high ||= HIGH_UNITS.test(d.name);
+    keys.push(isDir ? `${dirKey}${d.name}/` : dirKey + d.name);
+  };
   try {
-    entries = readdirSync(dirPath, { withFileTypes: true });
+    if (streamed) {
+      const dir = opendirSync(dirPath, { bufferSize: 256 });
+      try {
+        for (let d = dir.readSync(); d !== null; d = dir.readSync()) take(d);
+      } finally {
+        dir.closeSync();
+      }
+    } else for (const d of readdirSync(dirPath, { withFileTypes: true })) take(d);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return [];
     throw e;
-  }
-  const keys: string[] = [];
-  let high = false;
-  for (const d of entries) {
-    const isDir = d.isDirectory();
-    if ((!isDir && !d.isFile()) || d.name.startsWith(tempPrefix)) continue;
-    high ||= HIGH_UNITS.test(d.name);
-    keys.push(isDir ? `${dirKey}${d.name}/` : dirKey + d.name);
   }
   return keys.sort(high ? compareUtf8 : undefined);
 }
