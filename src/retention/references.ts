@@ -19,18 +19,10 @@ import { scanParallelism } from '../store/scan-options.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { contentRootId } from '../system/ref-index.ts';
 import { storedPins } from './pins.ts';
-import {
-  type CachedStart,
-  commitCache,
-  dropCache,
-  releasesReferences,
-  type ScanCacheOptions,
-  saveCache,
-  startFromCache,
-} from './scan-cache.ts';
+import { type CachedStart, commitCache, dropCache, type ScanCacheOptions, saveCache, startFromCache } from './scan-cache.ts';
 import { expandKnown, markFresh, markNew, referencedBad, unknownReferenced } from './scan-closure.ts';
 import { checkRecorded, diffListing, entriesOfNew, ListingOutOfOrder, prepareCached } from './scan-diff.ts';
-import { KEY_PREFIXES, noteBackup, noteInFlightVersions, noteItem } from './scan-items.ts';
+import { KEY_PREFIXES, noteBackup, noteInFlightVersions, noteItem, releasesReferences } from './scan-items.ts';
 import {
   flushEntries,
   inParallel,

@@ -26,10 +26,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { sha256 } from '../core/digest.ts';
-import { PINS_PK } from '../core/keys.ts';
-import { archivedOriginals } from '../lifecycle/references.ts';
-import type { Item, ItemStore } from '../store/item-store.ts';
+import { digestHex, sha256 } from '../core/digest.ts';
+import type { ItemStore } from '../store/item-store.ts';
 import { Workset } from './scan-workset.ts';
 
 export const CACHE_FORMAT = '2';
@@ -48,7 +46,7 @@ export interface ScanCacheOptions {
 export function scanCacheFile(installationId: string, root: string): string | undefined {
   const dir = process.env.ALP_SCAN_CACHE_DIR ?? path.join(os.tmpdir(), 'alp-scan-cache');
   if (dir === 'off') return undefined;
-  return path.join(dir, `${installationId}-${sha256(root).slice('sha256:'.length, 'sha256:'.length + 16)}.db`);
+  return path.join(dir, `${installationId}-${digestHex(sha256(root)).slice(0, 16)}.db`);
 }
 
 export interface CachedStart {
@@ -93,13 +91,6 @@ export async function startFromCache(items: ItemStore, c: ScanCacheOptions, now:
   }
   ws?.close();
   return undefined;
-}
-
-/** Whether a changed item may take references away (then the cache is rebuilt by a whole scan). */
-export function releasesReferences(item: Item): boolean {
-  if (item.PK === PINS_PK) return true;
-  if (item.type === 'backup' && (item.status === 'FAILED' || item.status === 'RETIRED')) return true;
-  return archivedOriginals(item).length > 0;
 }
 
 /** Saves the working set as the cache (a private copy, then an atomic rename). */

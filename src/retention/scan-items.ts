@@ -8,6 +8,7 @@
 import { RESERVATION_PREFIX } from '../audit/chain.ts';
 import { DIGEST_SCAN_PATTERN } from '../core/digest.ts';
 import { type AlpError, Conflict, IntegrityError, NotFound } from '../core/errors.ts';
+import { PINS_PK } from '../core/keys.ts';
 import { EXECUTION_OUTPUTS, executionKey, HISTORY_SEGMENT_PREFIX, MUTABLE_PREFIXES } from '../core/object-keys.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from '../lifecycle/executions.ts';
 import { archivedOriginals, refsOfItem } from '../lifecycle/references.ts';
@@ -27,6 +28,13 @@ export const KEY_PREFIXES = ['artifacts/', 'executions/', 'archive/', 'provenanc
  * object is itself referenced). Counting those as references would keep every orphan forever.
  */
 export const NOT_REFERENCES = new Set(['retention_observation', 'retention_run', 'reconcile', REF_INDEX_TYPE]);
+
+/** Whether a changed item may take references away (then the plan's cache, scan-cache.ts, is rebuilt by a whole scan). */
+export function releasesReferences(item: Item): boolean {
+  if (item.PK === PINS_PK) return true;
+  if (item.type === 'backup' && (item.status === 'FAILED' || item.status === 'RETIRED')) return true;
+  return archivedOriginals(item).length > 0;
+}
 
 /** Every digest-like and key-like string anywhere inside a value (attribute names included). */
 export function stringsIn(value: unknown, visit: (s: string) => void): void {
