@@ -28,7 +28,14 @@ const sections: Record<string, () => Promise<unknown>> = {
     await benchQueueFull(quick ? { transitions: 6 } : {});
   },
   'read-fence': () => benchReadFence(quick ? { reads: 200, rounds: 2 } : {}),
-  retention: () => benchRetention(quick ? { sizes: [2000], rss: [2000, 10_000] } : {}),
+  retention: () =>
+    benchRetention(
+      quick
+        ? { sizes: [2000], rss: [2000, 10_000] }
+        : process.env.ALP_BENCH_RETENTION_SIZES
+          ? { sizes: process.env.ALP_BENCH_RETENTION_SIZES.split(',').map(Number) }
+          : {},
+    ),
   // RSS cases alone: ALP_BENCH_RSS_SIZES=10000,100000,1000000 (default), ALP_BENCH_RSS_MODES=idle,plan,…
   'retention-rss': () => benchRetentionRss((process.env.ALP_BENCH_RSS_SIZES ?? '10000,100000,1000000').split(',').map(Number)),
   'retention-fence': () => benchRetentionFence(Number(process.env.ALP_BENCH_FENCE_OBJECTS ?? 100_000)),
