@@ -147,6 +147,7 @@ export class Workset {
       failed: p('INSERT OR IGNORE INTO failed(key) VALUES (?)'),
       dropRow: p('DELETE FROM objects WHERE key = ?'),
       dropEntry: p('DELETE FROM entries WHERE key = ?'),
+      dropChangedRow: p('DELETE FROM objects WHERE key = ? AND (digest IS NULL OR digest != ? OR inner = 0)'),
       typedAgain: p('UPDATE typed SET fresh = 1 WHERE key = ?'),
       originalsAgain: p('UPDATE digests SET fresh = 1 WHERE digest IN (SELECT digest FROM sup_keys WHERE copy = ?)'),
       key: p('INSERT OR IGNORE INTO keyrefs(key, why) VALUES (?, ?)'),
@@ -245,7 +246,8 @@ export class Workset {
   }
   /** A reference-index entry met in the item pass; its inner digests wait in `inner` until it is found usable. */
   entry(e: RefIndexEntry): void {
-    if (this.entryDropsRow) this.s.dropRow?.run(e.key);
+    // The same digest on a row already known (read, or an earlier entry) says nothing new: same bytes, same digests inside.
+    if (this.entryDropsRow) this.s.dropChangedRow?.run(e.key, e.digest);
     this.s.entry?.run(e.key, e.digest, e.size, e.overflow === true || e.digests.length > MAX_INDEXED_DIGESTS ? 1 : 0);
     // During the item pass an object's one entry is the first word on its inner digests (nothing reads before).
     if (this.itemPassDone) this.s.forget?.run(e.key);
