@@ -118,7 +118,8 @@ export async function benchRetentionRss(sizes: number[]): Promise<Record<string,
   }
   for (const mode of MODES.filter((m) => m !== 'idle')) {
     const figures = sizes.map((n) => results[`rss_${mode}_${n}_mib`]);
-    if (figures.length < 2) continue;
+    // A mode left out (ALP_BENCH_RSS_MODES) or failed at some size has no growth to report.
+    if (figures.length < 2 || figures.some((f) => f === undefined || Number.isNaN(f))) continue;
     const growth = (figures.at(-1) as number) - (figures[0] as number);
     row(
       `${mode}: RSS growth ${fmt(sizes[0] as number)} → ${fmt(sizes.at(-1) as number)}`,
