@@ -13,7 +13,7 @@ import type { ObjectInfo } from '../content/content-store.ts';
 import { compareUtf8, MUTABLE_PREFIXES } from '../core/object-keys.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { contentRootId, getRefIndexEntries } from '../system/ref-index.ts';
-import { inParallel, type Progress } from './scan-objects.ts';
+import { inParallel, listedCold, type Progress } from './scan-objects.ts';
 import { prefixEnd, type Workset } from './scan-workset.ts';
 
 const PAGE = 1000;
@@ -87,7 +87,6 @@ async function diffPrefix(ctx: ServiceContext, ws: Workset, prefix: string, prog
     i = 0;
     return rows[0];
   };
-  const cold = (o: ObjectInfo) => ctx.content.hasStorageClasses && o.storageClass === 'GLACIER';
   let added: ObjectInfo[] = [];
   let gone: string[] = [];
   const flush = () => {
@@ -95,7 +94,7 @@ async function diffPrefix(ctx: ServiceContext, ws: Workset, prefix: string, prog
     [added, gone] = [[], []];
     ws.tx(() => {
       for (const k of g) ws.listedGone(k);
-      for (const o of a) ws.listedNew(o, cold(o));
+      for (const o of a) ws.listedNew(o, listedCold(ctx, o));
     });
   };
   let listed = 0;
@@ -108,7 +107,7 @@ async function diffPrefix(ctx: ServiceContext, ws: Workset, prefix: string, prog
     for (; h && compareUtf8(h.key, o.key) < 0; i++, h = head()) gone.push(h.key);
     if (h?.key === o.key) {
       i++;
-      if (h.size !== o.size || h.cls !== (o.storageClass ?? null) || h.cold !== (cold(o) ? 1 : 0)) {
+      if (h.size !== o.size || h.cls !== (o.storageClass ?? null) || h.cold !== (listedCold(ctx, o) ? 1 : 0)) {
         gone.push(h.key);
         added.push(o);
       }

@@ -32,17 +32,21 @@ export async function inParallel<T>(list: readonly T[], n: number, fn: (x: T) =>
   await Promise.all(Array.from({ length: Math.min(n, list.length) }, worker));
 }
 
+/** Whether a listed object is in a cold storage class (its bytes cannot be read without a restore). */
+export function listedCold(ctx: ServiceContext, o: ObjectInfo): boolean {
+  return ctx.content.hasStorageClasses && o.storageClass === 'GLACIER';
+}
+
 /** Lists every prefix concurrently into the working set, a page at a time. */
 export async function listObjects(ctx: ServiceContext, ws: Workset, prefixes: readonly string[], progress: Progress): Promise<number> {
   let count = 0;
-  const cold = (o: ObjectInfo) => ctx.content.hasStorageClasses && o.storageClass === 'GLACIER';
   await inParallel(prefixes, prefixes.length, async (prefix) => {
     let batch: ObjectInfo[] = [];
     const flush = () => {
       const b = batch;
       batch = [];
       ws.tx(() => {
-        for (const o of b) ws.addObject(o, cold(o));
+        for (const o of b) ws.addObject(o, listedCold(ctx, o));
       });
       count += b.length;
       progress('list', count);

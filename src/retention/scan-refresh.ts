@@ -5,16 +5,14 @@
  * is usable, else read, scanned and indexed — as in the scan itself. O(what changed).
  */
 import { coldDigest } from '../content/cold.ts';
-import type { ObjectInfo } from '../content/content-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { contentRootId, getRefIndexEntries } from '../system/ref-index.ts';
 import { KEY_PREFIXES } from './scan-items.ts';
-import { inParallel, READ_CONCURRENCY, readAndIndex, usable } from './scan-objects.ts';
+import { inParallel, listedCold, READ_CONCURRENCY, readAndIndex, usable } from './scan-objects.ts';
 import type { ScanStats } from './scan-result.ts';
 import type { ObjectRow, Workset } from './scan-workset.ts';
 
 export async function addNamedSince(ctx: ServiceContext, ws: Workset, stats: ScanStats): Promise<void> {
-  const cold = (o: ObjectInfo) => ctx.content.hasStorageClasses && o.storageClass === 'GLACIER';
   const keys = ws.db
     .prepare('SELECT k.key FROM keyrefs k WHERE k.fresh = 1 AND NOT EXISTS (SELECT 1 FROM objects o WHERE o.key = k.key)')
     .pluck()
@@ -24,12 +22,12 @@ export async function addNamedSince(ctx: ServiceContext, ws: Workset, stats: Sca
     READ_CONCURRENCY,
     async (key) => {
       const info = await ctx.content.head(key);
-      if (info) ws.tx(() => ws.addObject(info, cold(info)));
+      if (info) ws.tx(() => ws.addObject(info, listedCold(ctx, info)));
     },
   );
   const prefixes = ws.db.prepare('SELECT prefix FROM prefixes WHERE fresh = 1').pluck().all() as string[];
   for (const prefix of prefixes) {
-    for await (const o of ctx.content.list(prefix)) ws.tx(() => ws.addObject(o, cold(o)));
+    for await (const o of ctx.content.list(prefix)) ws.tx(() => ws.addObject(o, listedCold(ctx, o)));
   }
   const rows = ws.db
     .prepare('SELECT key, size, cls, cold, digest, inner, bad FROM objects WHERE inner = 0 AND digest IS NULL')

@@ -5,7 +5,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { ContentStore } from '../../src/content/content-store.ts';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
-import { compareUtf8, HAND_OVER_AT, workerWalks } from '../../src/content/fs/fs-walk.ts';
+import { HAND_OVER_AT, workerWalks } from '../../src/content/fs/fs-walk.ts';
+import { compareUtf8 } from '../../src/core/object-keys.ts';
 
 function busyFor(ms: number): void {
   for (const end = performance.now() + ms; performance.now() < end; );

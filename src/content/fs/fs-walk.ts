@@ -17,8 +17,6 @@ import { Worker } from 'node:worker_threads';
 import { compareUtf8 } from '../../core/object-keys.ts';
 import type { ObjectInfo, StorageClass } from '../content-store.ts';
 
-export { compareUtf8 };
-
 const CHUNK = 512;
 
 const HIGH_UNITS = /[\ud800-\uffff]/;
