@@ -16,6 +16,10 @@ import { prefixEnd } from './scan-workset.ts';
 const NOT_SUPERSEDED = `NOT EXISTS (SELECT 1 FROM sup_keys s JOIN objects c ON c.key = s.copy
   WHERE s.key = objects.key AND (c.digest IS NULL OR c.digest = s.digest))`;
 
+/** Why an object is kept by its digest: the digest's reason, or a pin's own reason when a pin is what counts. */
+const DIGEST_WHY = `'its digest is ' || (SELECT d.why FROM digests d WHERE d.digest = objects.digest)`;
+const STRICT_DIGEST_WHY = `'its digest is ' || (SELECT COALESCE(d.strict_why, d.why) FROM digests d WHERE d.digest = objects.digest)`;
+
 /** Applies every fresh reference to the listing; returns how many objects became referenced. */
 export function markFresh(ws: Workset): number {
   const db = ws.db;
@@ -40,13 +44,13 @@ export function markFresh(ws: Workset): number {
     db.exec('UPDATE prefixes SET fresh = 0 WHERE fresh = 1');
     marked += db
       .prepare(
-        `UPDATE objects SET why = 'its digest is ' || (SELECT COALESCE(d.strict_why, d.why) FROM digests d WHERE d.digest = objects.digest)
+        `UPDATE objects SET why = ${STRICT_DIGEST_WHY}
          WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE fresh = 1 AND strict = 1)`,
       )
       .run().changes;
     marked += db
       .prepare(
-        `UPDATE objects SET why = 'its digest is ' || (SELECT d.why FROM digests d WHERE d.digest = objects.digest)
+        `UPDATE objects SET why = ${DIGEST_WHY}
          WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE fresh = 1) AND ${NOT_SUPERSEDED}`,
       )
       .run().changes;
@@ -79,7 +83,7 @@ export function markNew(ws: Workset): number {
     const byDigest = (strictOnly: boolean) =>
       db
         .prepare(
-          `UPDATE objects INDEXED BY objects_fresh SET why = 'its digest is ' || (SELECT ${strictOnly ? 'COALESCE(d.strict_why, d.why)' : 'd.why'} FROM digests d WHERE d.digest = objects.digest)
+          `UPDATE objects INDEXED BY objects_fresh SET why = ${strictOnly ? STRICT_DIGEST_WHY : DIGEST_WHY}
            WHERE fresh = 1 AND why IS NULL AND EXISTS (SELECT 1 FROM digests d WHERE d.digest = objects.digest${strictOnly ? ' AND d.strict = 1' : ''})
            ${strictOnly ? '' : `AND ${NOT_SUPERSEDED}`}`,
         )
