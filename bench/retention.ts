@@ -3,7 +3,7 @@
  * created through the library; half orphans written through ctx.content) against the CNCF registry's
  * offline GC (docker-registry 2.8.2, `garbage-collect --dry-run`) over a storage tree of the same object
  * count, built and measured in the same run. Per size: the first plan, a second plan with nothing new
- * (goal ≤ the registry's dry run; best of two), plans after +1 %, +5 % and +10 % new objects, each the best of two
+ * (goal ≤ the registry's dry run; best of two), plans after +1 %, +5 %, +10 % and +25 % new objects, each the best of two
  * from the same cache, with a least-squares fit of plan time over new objects (linear: R² ≥ 0.9), the
  * backfill case (the same objects with no reference index entries: written before the index existed),
  * and the fence hold of a QUARANTINE run of ≤ 1,000 candidates with the clock moved 8 days (goal ≤ 1 s
@@ -37,7 +37,7 @@ import { benchDir, fmt, header, row, timed } from './util.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 /** New objects added before each growth plan, in % of the objects so far. */
-const GROWTH_PCTS = [1, 5, 10];
+const GROWTH_PCTS = [1, 5, 10, 25];
 
 interface PlanFigures {
   ms: number;

@@ -12,6 +12,7 @@
  * mark, taken before anything is read) lets refreshReferences fold in, under the short fence, only what
  * changed since.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { IntegrityError, InternalError } from '../core/errors.ts';
 import { refIndexPartitions } from '../core/keys.ts';
 import type { Item, ItemStore, Page } from '../store/item-store.ts';
@@ -102,6 +103,9 @@ async function foldPages(
     for (const b of backups) await noteBackup(ws, b);
     seen(page.items.length);
     cursor = page.cursor;
+    // An engine answering from memory (SQLite) resolves in a microtask: without a turn of the event
+    // loop per page, the listing beside this pass (listObjects) would wait for the whole item pass.
+    await yieldToLoop();
   } while (cursor);
 }
 

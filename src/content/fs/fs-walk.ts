@@ -5,7 +5,8 @@
  * and re-sorted each ancestor directory per 1,000 keys — quadratic in the size of artifacts/); a page
  * is the same walk started after the cursor and stopped at the limit.
  *
- * Memory: one directory's entry names per level of depth. Directories are read and sizes taken
+ * Memory: per level of depth, one directory's entry names, or for the root and its top-level
+ * directories at most one sorted run of them (sorted-names.ts spills the rest). Directories are read and sizes taken
  * synchronously: a metadata syscall of microseconds costs less than a round trip through the libuv pool
  * (which dominated the listing: a directory per version), and the walk gives the event loop back every
  * CHUNK syscalls or so.
@@ -16,10 +17,9 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { compareUtf8 } from '../../core/object-keys.ts';
 import type { ObjectInfo, StorageClass } from '../content-store.ts';
+import { arraySource, hasHighUnits, type KeySource, SortedKeys } from './sorted-names.ts';
 
 const CHUNK = 512;
-
-const HIGH_UNITS = /[\ud800-\uffff]/;
 
 /** Where a key's storage class comes from on a file system: archive/ stands for GLACIER (cold.ts). */
 export function reportedClass(key: string): StorageClass {
@@ -29,9 +29,8 @@ export function reportedClass(key: string): StorageClass {
 interface Frame {
   dirPath: string;
   dirKey: string;
-  /** The entries' keys, sorted; a directory's ends in '/'. One string each: a directory may hold millions. */
-  keys: string[];
-  next: number;
+  /** The entries' keys in order; a directory's ends in '/'. A large directory's come from spilled runs. */
+  keys: KeySource;
 }
 
 export interface WalkScope {
@@ -45,20 +44,18 @@ export interface WalkScope {
 }
 
 /**
- * A directory's entry keys, sorted. The content root and its top-level directories (which hold every
- * artifact, every run) are read one entry at a time, holding no Dirent per entry; deeper ones (most
- * hold two files) with one readdir call each, since an opendir handle costs more than reading a small
- * directory.
+ * A directory's entry keys, in order. The content root and its top-level directories (which hold every
+ * artifact, every run) are read one entry at a time into sorted runs (sorted-names.ts: bounded memory
+ * whatever their size); deeper ones (most hold two files) with one readdir call each, since an opendir
+ * handle costs more than reading a small directory.
  */
-function readDir(dirPath: string, dirKey: string, tempPrefix: string): string[] {
+function readDir(dirPath: string, dirKey: string, tempPrefix: string): KeySource {
   const streamed = dirKey.indexOf('/') === dirKey.length - 1;
-  const keys: string[] = [];
-  let high = false;
+  const sorted = new SortedKeys();
   const take = (d: Dirent) => {
     const isDir = d.isDirectory();
     if ((!isDir && !d.isFile()) || d.name.startsWith(tempPrefix)) return;
-    high ||= HIGH_UNITS.test(d.name);
-    keys.push(isDir ? `${dirKey}${d.name}/` : dirKey + d.name);
+    sorted.add(isDir ? `${dirKey}${d.name}/` : dirKey + d.name, hasHighUnits(d.name));
   };
   try {
     if (streamed) {
@@ -70,11 +67,12 @@ function readDir(dirPath: string, dirKey: string, tempPrefix: string): string[] 
       }
     } else for (const d of readdirSync(dirPath, { withFileTypes: true })) take(d);
   } catch (e) {
+    sorted.discard();
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    if (code === 'ENOENT' || code === 'ENOTDIR') return arraySource([]);
     throw e;
   }
-  return keys.sort(high ? compareUtf8 : undefined);
+  return sorted.source();
 }
 
 /** Whether the walk descends into a directory (key ends in '/') or yields a file: some key can match the prefix and follow the cursor. */
@@ -92,23 +90,31 @@ export async function* walkObjects(scope: WalkScope, meter?: { busyMs: number })
   const pause = () => {
     if (meter) meter.busyMs += performance.now() - resumed;
   };
-  const stack: Frame[] = [
-    { dirPath: scope.dirPath, dirKey: scope.dirKey, keys: readDir(scope.dirPath, scope.dirKey, scope.tempPrefix), next: 0 },
-  ];
+  const stack: Frame[] = [{ dirPath: scope.dirPath, dirKey: scope.dirKey, keys: readDir(scope.dirPath, scope.dirKey, scope.tempPrefix) }];
+  try {
+    yield* walkFrames(stack, scope, pause, () => {
+      resumed = performance.now();
+    });
+  } finally {
+    for (const frame of stack) frame.keys.close();
+  }
+}
+
+async function* walkFrames(stack: Frame[], scope: WalkScope, pause: () => void, resume: () => void): AsyncGenerator<ObjectInfo[]> {
   let batch: ObjectInfo[] = [];
   // Syscalls since the event loop last ran (a directory read counts as 8 file stats).
   let work = 0;
   while (stack.length > 0) {
     const frame = stack[stack.length - 1] as Frame;
-    const key = frame.keys[frame.next++];
+    const key = frame.keys.next();
     if (key === undefined) {
-      stack.pop();
+      stack.pop()?.keys.close();
       continue;
     }
     if (!wanted(key, scope)) continue;
     if (key.endsWith('/')) {
       const dirPath = `${frame.dirPath}${path.sep}${key.slice(frame.dirKey.length, -1)}`;
-      stack.push({ dirPath, dirKey: key, keys: readDir(dirPath, key, scope.tempPrefix), next: 0 });
+      stack.push({ dirPath, dirKey: key, keys: readDir(dirPath, key, scope.tempPrefix) });
       work += 8;
       continue;
     }
@@ -121,7 +127,7 @@ export async function* walkObjects(scope: WalkScope, meter?: { busyMs: number })
       if (batch.length > 0) yield batch;
       batch = [];
       await yieldToLoop();
-      resumed = performance.now();
+      resume();
     }
   }
   pause();
