@@ -21,7 +21,7 @@ import { activateRestore, reconcile } from '../../src/recovery/reconcile.ts';
 import { restoreBackup } from '../../src/recovery/restore.ts';
 import { localTrustedHost } from '../../src/retention/host.ts';
 import type { Observation, RetentionApproval } from '../../src/retention/model.ts';
-import { ArtifactRetention, type RetentionHost, type RetentionResult } from '../../src/retention/retention.ts';
+import { ArtifactRetention, type MaintenanceCommitter, type RetentionHost, type RetentionResult } from '../../src/retention/retention.ts';
 import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import { DynamoItemStore } from '../../src/store/dynamodb/dynamodb-item-store.ts';
 import type { ItemStore } from '../../src/store/item-store.ts';
@@ -122,10 +122,17 @@ export interface HostOptions {
   restore: string;
   pins?: string[];
   approve?: (plan: Parameters<RetentionHost['approve']>[0], digest: string) => RetentionApproval | undefined;
+  /** Runs after the plan, before the fence is taken (while the approval is being asked). */
   during?: () => Promise<void>;
+  /** Runs under the fence, before the run re-validates and acts. */
+  inside?: () => Promise<void>;
+  holdOnFailure?: boolean;
 }
 
-/** The local trusted host, optionally with a custom approval (to test the checks) and a hook inside the fence. */
+/**
+ * The local trusted host, optionally with a custom approval (to test the checks) and hooks at the two
+ * places a run can be observed from outside: before the fence (in approve) and under it.
+ */
 export function host(ctx: ServiceContext, o: HostOptions): RetentionHost {
   const base = localTrustedHost(ctx, {
     owner: 'retention test',
@@ -133,6 +140,7 @@ export function host(ctx: ServiceContext, o: HostOptions): RetentionHost {
     evidenceRef: 'CHG-1',
     restore: o.restore,
     ...(o.pins ? { pins: o.pins } : {}),
+    ...(o.holdOnFailure !== undefined ? { holdOnFailure: o.holdOnFailure } : {}),
   });
   return {
     ...base,
@@ -140,6 +148,15 @@ export function host(ctx: ServiceContext, o: HostOptions): RetentionHost {
       if (o.during) await o.during();
       return o.approve ? o.approve(plan, digest) : base.approve(plan, digest);
     },
+    withMaintenance: (epoch, fn, run) =>
+      base.withMaintenance(
+        epoch,
+        async (m?: MaintenanceCommitter) => {
+          if (o.inside) await o.inside();
+          return fn(m);
+        },
+        run,
+      ),
   };
 }
 

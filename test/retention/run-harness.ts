@@ -3,11 +3,10 @@
  * observed from outside — before the fence (in approve, after the plan) and under the fence (inside
  * withMaintenance, before the run's own work) — and the seed's host shape (fn() with no argument).
  */
-import { localTrustedHost } from '../../src/retention/host.ts';
 import type { RetentionApproval, RetentionPlan } from '../../src/retention/model.ts';
-import type { MaintenanceCommitter, RetentionHost } from '../../src/retention/retention.ts';
+import type { RetentionHost } from '../../src/retention/retention.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
-import { operator } from '../helpers/retention-harness.ts';
+import { host as harnessHost } from '../helpers/retention-harness.ts';
 
 export interface RunHostOptions {
   restore: string;
@@ -20,31 +19,10 @@ export interface RunHostOptions {
   holdOnFailure?: boolean;
 }
 
+/** The harness's host (retention-harness.ts host) under the names these tests use. */
 export function runHost(ctx: ServiceContext, o: RunHostOptions): RetentionHost {
-  const base = localTrustedHost(ctx, {
-    owner: 'retention test',
-    approver: operator,
-    evidenceRef: 'CHG-1',
-    restore: o.restore,
-    ...(o.pins ? { pins: o.pins } : {}),
-    ...(o.holdOnFailure !== undefined ? { holdOnFailure: o.holdOnFailure } : {}),
-  });
-  return {
-    pins: base.pins,
-    approve: async (plan, digest) => {
-      if (o.beforeFence) await o.beforeFence();
-      return o.approve ? o.approve(plan, digest) : base.approve(plan, digest);
-    },
-    withMaintenance: (epoch, fn, run) =>
-      base.withMaintenance(
-        epoch,
-        async (m?: MaintenanceCommitter) => {
-          if (o.inside) await o.inside();
-          return fn(m);
-        },
-        run,
-      ),
-  };
+  const { beforeFence, ...rest } = o;
+  return harnessHost(ctx, { ...rest, ...(beforeFence ? { during: beforeFence } : {}) });
 }
 
 /**
