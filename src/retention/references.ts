@@ -369,10 +369,12 @@ export async function refreshReferences(
   const stats = scan.stats;
   let changed = 0;
   const heads: string[] = [];
+  const incremental = typeof items.scanChangedSince === 'function' && typeof items.changeMark === 'function' && scan.mark !== 'full';
+  // Taken before anything is read: a change after it is folded again by the next refresh (folding is idempotent).
+  const next = incremental ? await (items.changeMark as () => Promise<string>)() : scan.mark;
+  const from = scan.mark;
   const since = (cursor?: string) =>
-    typeof items.scanChangedSince === 'function' && scan.mark !== 'full'
-      ? items.scanChangedSince(scan.mark, cursor ? { cursor } : {})
-      : items.scan(cursor ? { cursor } : {});
+    incremental ? items.scanChangedSince(from, cursor ? { cursor } : {}) : items.scan(cursor ? { cursor } : {});
   await foldPages(
     ws,
     since,
@@ -392,5 +394,7 @@ export async function refreshReferences(
   await addNamedSince(ctx, ws, stats);
   await closure(ctx, ws, stats, () => {});
   await flushEntries(ctx, ws, stats);
+  scan.mark = next;
+  stats.refreshed = changed;
   return { changed, ms: Date.now() - started };
 }

@@ -48,6 +48,7 @@ import {
 } from './run-act.ts';
 import { observeBeforeFence } from './run-observe.ts';
 import { openPlanSession, type PlanSession } from './run-plan.ts';
+import { refreshBeforeFence } from './run-scan.ts';
 import type { ScanStats } from './scan-result.ts';
 
 export type { MaintenanceCommitter } from './run-act.ts';
@@ -192,6 +193,9 @@ export class ArtifactRetention {
         return { ...result, status: 'REFUSED', reason: changedReason(e) };
       }
       if (empty) return this.nothingToDo(result);
+      // What changed since the plan (the grace starts just written, a backfilling plan's own index
+      // entries, other writers' items) is folded here, outside the fence: under it, only what changes after.
+      await refreshBeforeFence(ctx, s.scan, { pins: s.pins });
       const fenceStart = Date.now();
       const inFence = (m: MaintenanceCommitter) => this.underFence(ctx, s, m, { epoch, action, approval, refusal }, result);
       const done = await host.withMaintenance(

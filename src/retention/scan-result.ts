@@ -26,15 +26,18 @@ export interface ScanStats {
   ms: number;
   /** The item references came from the cache plus the items changed since (scan-cache.ts), not a whole pass. */
   fromCache?: true;
+  /** Items the latest refreshReferences folded in (a run's fenced refresh: what changed since the one before the fence). */
+  refreshed?: number;
 }
 
 export interface ReferenceScan {
   readonly stats: ScanStats;
   /**
-   * The item store's change mark (ItemStore.changeMark) taken before the scan read anything: what
-   * refreshReferences reads the changes since, under the fence (the short fence, issue 17 item 3).
+   * The item store's change mark (ItemStore.changeMark) taken before the scan read anything, advanced by
+   * each refreshReferences to the mark it took before reading: what the next refresh reads the changes
+   * since (under the fence, the short fence of issue 17 item 3, only what changed after the last one).
    */
-  readonly mark: string;
+  mark: string;
   /** Why the object at `key` is referenced (the first reason found: by key, prefix, digest, pin…), or undefined. */
   referencedWhy(key: string): string | undefined;
   /**

@@ -106,9 +106,14 @@ describe('retention racing publishers (the GC races on record: distribution#3045
     process.stdout.write(`# race stats ${JSON.stringify(stats)}\n`);
     assert.ok(stats.fenced > 0, `publishers met the fence (${JSON.stringify(stats)})`);
     assert.ok(stats.runs >= 4, `the operator ran repeatedly (${JSON.stringify(stats)})`);
-    const report = await verifyObjects(i.ctx, await collectRefs(i.ctx));
+    const refs = await collectRefs(i.ctx);
+    const report = await verifyObjects(i.ctx, refs);
     assert.deepEqual(report.findings, [], 'every referenced object is present and intact');
-    assert.equal(report.objects, published.length * 2 + 75, 'content + metadata of every version, and every provenance document');
+    const documents = refs.filter((ref) => ref.key.startsWith('provenance/')).length;
+    assert.equal(refs.length - documents, published.length * 2, 'content + metadata of every version');
+    // A provenance document is derived after its step commits and may meet the fence (it is written
+    // again by the next step, and reconcile re-derives it: lifecycle/provenance.ts): at most one per step.
+    assert.ok(documents <= 75 && documents >= 75 - stats.fenced, `${documents} provenance documents for 75 steps`);
     await i.close();
   });
 });

@@ -230,6 +230,31 @@ export function shortFenceSuite(engine: Engine): void {
       assert.equal(await readFence(i.ctx), undefined);
     });
 
+    it('what changed while the plan was approved is folded before the fence: under it, only what changed after (issue 17 item 3)', async () => {
+      const i = await fresh();
+      const restore = await i.verifiedRestore();
+      await orphan(i, 'artifacts/f/v1/a', 'a');
+      await graceDone(i, restore);
+      const key = 'artifacts/f/v1/named';
+      await orphan(i, key, 'named while approving');
+      const r = await run(i, 'QUARANTINE', {
+        restore,
+        beforeFence: async () => {
+          // Each creation writes several items (version, HEAD, name, audit…): at least 15 in all.
+          for (let n = 0; n < 5; n++) await createArtifact(i.ctx, agent, { name: `approving ${n}`, filename: 'f', body: bytesOf(`b${n}`) });
+          await i.ctx.items.put({ PK: 'TEST#ref', SK: 'x', type: 'test', names: key });
+        },
+      });
+      assert.equal(r.status, 'DONE', r.reason);
+      assert.ok(!r.quarantined.includes(key), 'named before the fence: kept');
+      assert.ok(r.quarantined.includes('artifacts/f/v1/a'));
+      const items = i.ctx.items as typeof i.ctx.items & { changeMark(): Promise<string> };
+      if (await items.changesAnswerable?.(await items.changeMark()))
+        assert.ok((r.scan.refreshed ?? Number.NaN) < 15, `the fenced refresh folded ${r.scan.refreshed} items`);
+      // A store whose change read is the whole table (DynamoDB, for now) folds everything under the fence, once.
+      else assert.ok((r.scan.refreshed ?? 0) >= 15, `the fenced refresh folded ${r.scan.refreshed} items`);
+    });
+
     it('a new reference to a missing interrupted purge fails closed — by key only, like a digest reference (B10)', async () => {
       const i = await fresh();
       const restore = await i.verifiedRestore();
