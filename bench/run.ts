@@ -1,6 +1,6 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle, http, telemetry, recovery, distributed, read-fence, retention, retention-rss, retention-fence, scale, archive. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle, http, telemetry, recovery, distributed, read-fence, retention, retention-rss, retention-fence, scale, archive, states. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
 import { benchArchive } from './archive.ts';
 import { benchDistributed } from './distributed.ts';
@@ -12,6 +12,7 @@ import { benchRecovery } from './recovery.ts';
 import { benchRetention, benchRetentionFence } from './retention.ts';
 import { benchRetentionRss } from './retention-rss.ts';
 import { benchScale } from './scale.ts';
+import { benchStates } from './states.ts';
 import { benchStorage } from './storage.ts';
 import { benchTelemetry } from './telemetry.ts';
 
@@ -41,6 +42,12 @@ const sections: Record<string, () => Promise<unknown>> = {
   'retention-fence': () => benchRetentionFence(Number(process.env.ALP_BENCH_FENCE_OBJECTS ?? 100_000)),
   scale: () => benchScale(quick ? { artifacts: 10 } : {}),
   archive: () => benchArchive(quick ? { versions: 60 } : {}),
+  states: () =>
+    benchStates(
+      quick
+        ? { sizes: [5000], rounds: 5, pages: 20 }
+        : { sizes: (process.env.ALP_BENCH_STATES_SIZES ?? '100000,1000000').split(',').map(Number) },
+    ),
 };
 
 const wanted = process.argv.slice(2);

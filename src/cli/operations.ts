@@ -63,6 +63,7 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   reconcile: 'reconcile',
   'maintenance status': 'maintenance',
   'maintenance release': 'maintenance',
+  'maintenance recount-states': 'maintenance',
   'lifecycle apply': 'storageRules',
   'lifecycle status': 'storageRules',
   'retention plan': 'retention',

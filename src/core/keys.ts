@@ -51,6 +51,13 @@ export function versionIndexShard(v: { state: string; GSI1PK?: unknown }): strin
 }
 export const createdGsiSk = (createdAt: string, artifactId: string) => `#${createdAt}#${artifactId}`;
 /**
+ * COUNTS{s} / STATES: versions per state of the artifacts of index shard `s` (the suffix of
+ * versionIndexShard), one number attribute per state, added to by every state change
+ * (lifecycle/state-counts.ts).
+ */
+export const stateCountsPk = (shard = '') => `COUNTS${shard}`;
+export const STATE_COUNTS_SK = 'STATES';
+/**
  * NAME#{name}: per name, written once per artifact created with it, so not sharded. Carried by the
  * artifact's name entry (ARTNAME#{id} / NAME, written once at creation, in a partition of its own so the
  * artifact's partition keeps only what its chain vouches for), not by the HEAD, which every audit

@@ -17,6 +17,7 @@ import { compensationOutcome } from './compensation-outcome.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, type Planned, planMove } from './moves.ts';
 import { principalKey } from './principal-key.ts';
+import { combineCountOps } from './state-counts.ts';
 import { validateText, validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 
@@ -163,13 +164,13 @@ export async function decide(
     });
     const plan = merge({ ops: [], entries: [entry] }, planMove(head, v, 'REJECTED', 'rejection', actor, at, { reason: 'rejected' }));
     const chains = [{ artifactId, entries: plan.entries }];
-    const ops = [...plan.ops];
+    let ops = plan.ops;
     committed = afterOps(v, plan.ops);
     // A rejected compensation returns the compensated version to the state it was in.
     if (head.compensates) {
       const back = await compensationOutcome(ctx, heads, head, 'FAILED', actor, at);
       chains.push(back.chain);
-      ops.push(...back.ops);
+      ops = combineCountOps([...ops, ...back.ops]);
     }
     return { chains, ops };
   });

@@ -36,6 +36,7 @@ import { type ArchiveUnit, packChunks, pendingUnits } from './archive-plan.ts';
 import { type ExecutionItem, listExecutions } from './executions.ts';
 import type { ArchivedObject, HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, type Planned, planMove } from './moves.ts';
+import { COUNTER_SUBSHARDS } from './state-counts.ts';
 import { SETTLED_STATES } from './state-machine.ts';
 import { listVersions } from './versions.ts';
 
@@ -43,8 +44,12 @@ import { listVersions } from './versions.ts';
 const COPY_CONCURRENCY = 8;
 /** A HEAD lists its archived objects up to this many; larger archives list them on the versions and runs. */
 export const HEAD_OBJECTS_MAX = 64;
-/** Operations of a chunk beyond its units: the journal write (AUDIT_RESERVED_OPS covers HEAD, fence, sink). */
-const CHUNK_OVERHEAD_OPS = 1;
+/**
+ * Operations of a chunk beyond its units: the journal write and the state-counter updates its moves
+ * fold into, at most one per counter item of the artifact's index shard (AUDIT_RESERVED_OPS covers
+ * HEAD, fence, sink).
+ */
+const CHUNK_OVERHEAD_OPS = 1 + COUNTER_SUBSHARDS;
 
 export interface ArchiveJournal extends Item {
   type: 'archive_journal';

@@ -31,6 +31,7 @@ import { assertNotFenced, assertReadable, fenceCheck } from '../system/fence.ts'
 import { assertActor } from './access.ts';
 import { getOriginalOrArchived } from './archived-read.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
+import { versionCreationOps } from './state-counts.ts';
 import { isVersionState, VERSION_STATES, type VersionState } from './state-machine.ts';
 import { validateKind, validateLabels, validateName, validateQuorum, validateVersionNumber } from './validation.ts';
 import { latestVersion, listVersions, readVersion, transitionDraft, versionView } from './versions.ts';
@@ -73,7 +74,7 @@ export async function createArtifact(
     {
       chains: [{ artifactId: head.artifact_id, newHead: head, entries: [creation] }],
       ops: [
-        { op: 'put', item: version, condition: cond.notExists() },
+        ...versionCreationOps(version),
         { op: 'put', item: nameItem(head), condition: cond.notExists() },
         ...(opts.extraOps?.(version) ?? []),
       ],
@@ -166,7 +167,7 @@ export async function addVersion(
     return {
       // The policy as the HEAD stands now is chained with every version (audit/policy.ts).
       chains: [{ artifactId, entries: [creationTransition(version, actor, policyOf(heads[artifactId] as HeadItem))] }],
-      ops: [{ op: 'put', item: version, condition: cond.notExists() }, ...(opts.extraOps?.(version) ?? [])],
+      ops: [...versionCreationOps(version), ...(opts.extraOps?.(version) ?? [])],
       published: [version.content_key, version.metadata_key],
     };
   });

@@ -18,6 +18,7 @@ import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
 import { ensureLease, instanceOf, ownerDead, ownerTag, whileLeased } from './instance.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, planMove } from './moves.ts';
+import { combineCountOps, versionCreationOps } from './state-counts.ts';
 import { validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 
@@ -149,11 +150,11 @@ async function compensateReserved(
         { artifactId, entries: plan.entries },
         { artifactId: compId, newHead: prepared.head, entries: [prepared.creation] },
       ],
-      ops: [
+      ops: combineCountOps([
         ...plan.ops,
-        { op: 'put', item: prepared.version, condition: cond.notExists() },
+        ...versionCreationOps(prepared.version),
         { op: 'put', item: nameItem(prepared.head), condition: cond.notExists() },
-      ],
+      ]),
       published: [prepared.version.content_key, prepared.version.metadata_key],
     };
   });

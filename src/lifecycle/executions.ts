@@ -35,6 +35,7 @@ import { compensationOutcome } from './compensation-outcome.ts';
 import { ensureLease, instanceOf, localVerdict, ownerDead, ownerTag, parseOwner, processInstance, whileLeased } from './instance.ts';
 import type { HeadItem, Principal } from './model.ts';
 import { merge, planMove } from './moves.ts';
+import { combineCountOps } from './state-counts.ts';
 import { validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 
@@ -276,11 +277,11 @@ export async function finishExecution(
     const plan = merge({ ops: [viewUpdate], entries: [finish] }, move);
     committed = afterOps(exec, [viewUpdate]);
     const chains = [{ artifactId: exec.artifact_id, entries: plan.entries }];
-    const ops = [...plan.ops];
+    let ops = plan.ops;
     if (head.compensates) {
       const outcome = await compensationOutcome(ctx, heads, head, status, actor, at);
       chains.push(outcome.chain);
-      ops.push(...outcome.ops);
+      ops = combineCountOps([...ops, ...outcome.ops]);
     }
     return { chains, ops };
   });

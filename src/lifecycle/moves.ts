@@ -1,12 +1,14 @@
 /**
  * The one planner every state change uses: a legal move of the table (state-machine.ts) becomes the
- * conditional version update, its Transition entry and, for a compensation artifact, its Compensation
- * item kept in step. Below every operation (propose, approvals, executions, compensation, archive).
+ * conditional version update, the per-state counters (state-counts.ts), its Transition entry and, for a
+ * compensation artifact, its Compensation item kept in step. Below every operation (propose, approvals,
+ * executions, compensation, archive).
  */
 import type { AuditDraft } from '../audit/chain.ts';
 import { artifactPk, compensationSk, compStateGsiPk, versionIndexShard } from '../core/keys.ts';
 import { cond, type TransactOp } from '../store/item-store.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
+import { combineCountOps, moveCountOp } from './state-counts.ts';
 import { requireMove, type TransitionVia, type VersionState } from './state-machine.ts';
 import { stateChangeOp, transitionDraft } from './versions.ts';
 
@@ -40,7 +42,7 @@ export function planMove(
   requireMove(v.state, to, via);
   // Every index entry of the artifact goes to the shard its version items were created in.
   const shard = versionIndexShard(v);
-  const ops: TransactOp[] = [stateChangeOp(v, to, at, o.set ?? {}, o.remove ?? [])];
+  const ops: TransactOp[] = [stateChangeOp(v, to, at, o.set ?? {}, o.remove ?? []), moveCountOp(v, to)];
   if (head.compensates) {
     ops.push({
       op: 'update',
@@ -54,6 +56,7 @@ export function planMove(
   return { ops, entries };
 }
 
+/** Plans of one transaction as one; their counter ops folded into one per counter item (combineCountOps). */
 export function merge(...parts: Planned[]): Planned {
-  return { ops: parts.flatMap((p) => p.ops), entries: parts.flatMap((p) => p.entries) };
+  return { ops: combineCountOps(parts.flatMap((p) => p.ops)), entries: parts.flatMap((p) => p.entries) };
 }

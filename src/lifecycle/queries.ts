@@ -21,6 +21,7 @@ import { getListed, queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { listArtifacts, parseState } from './artifacts.ts';
 import { validatePrincipalId } from './principals.ts';
+import { readStateCounts } from './state-counts.ts';
 import { VERSION_STATES } from './states.ts';
 
 export type IndexQuery = 'transitions' | 'approvals' | 'runs' | 'provenance' | 'compensations';
@@ -89,16 +90,33 @@ async function runsOf(ctx: ServiceContext, page: Item[]): Promise<Item[]> {
   });
 }
 
-/** Versions counted per state at most (pages of 1000); past it the count says `exact: false`. */
+/** Versions counted per state at most by the index fallback (pages of 1000); past it `exact: false`. */
 export const MAX_COUNTED_PER_STATE = 100_000;
 
+export interface VersionCounts {
+  states: Record<string, number>;
+  total: number;
+  exact: boolean;
+  /** `counters`: the per-state counters (state-counts.ts); `index`: paged from the state index. */
+  source: 'counters' | 'index';
+}
+
 /**
- * How many versions are in each state, from the state index (eventually consistent on DynamoDB: a
- * dashboard figure, never a rule), at most MAX_COUNTED_PER_STATE per state.
+ * How many versions are in each state: from the per-state counters kept with every state change
+ * (exact; one batchGet of the counter shards), or, on an installation whose counters were never
+ * backfilled, by paging the state index (countByIndex).
  */
-export async function countVersionsByState(
-  ctx: ServiceContext,
-): Promise<{ states: Record<string, number>; total: number; exact: boolean }> {
+export async function countVersionsByState(ctx: ServiceContext): Promise<VersionCounts> {
+  const counted = await readStateCounts(ctx);
+  if (counted.exact) return { states: counted.states, total: counted.total, exact: true, source: 'counters' };
+  return { ...(await countByIndex(ctx)), source: 'index' };
+}
+
+/**
+ * The count before counters (and the bench's reference): every page of the state index (eventually
+ * consistent on DynamoDB), at most MAX_COUNTED_PER_STATE per state.
+ */
+export async function countByIndex(ctx: ServiceContext): Promise<{ states: Record<string, number>; total: number; exact: boolean }> {
   const states: Record<string, number> = {};
   let exact = true;
   for (const state of VERSION_STATES) {

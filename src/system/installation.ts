@@ -6,7 +6,7 @@
 import { ConditionFailed, Conflict } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { INSTALLATION_SK, SYS_PK } from '../core/keys.ts';
-import { cond, type Item, type TransactOp } from '../store/item-store.ts';
+import { cond, type Item, type ItemKey, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from './context.ts';
 import { type Layout, layoutOf, sameLayout } from './layout.ts';
 import { CURRENT_SCHEMA } from './schema.ts';
@@ -23,6 +23,25 @@ export interface Installation {
 }
 
 const installationKey = { PK: SYS_PK, SK: INSTALLATION_SK };
+
+/**
+ * `state_counts` of a record whose per-state counters (lifecycle/state-counts.ts) count every
+ * version: set at creation (no version exists yet) or by the counters' backfill under the fence.
+ */
+export const STATE_COUNTS_EXACT = 'exact';
+
+/** The installation record's key, for a reader that fetches it with other items in one batchGet. */
+export const INSTALLATION_KEY: Readonly<ItemKey> = installationKey;
+
+/** Whether an installation record says its per-state counters count every version. */
+export function stateCountsExact(record: Item | undefined): boolean {
+  return record?.state_counts === STATE_COUNTS_EXACT;
+}
+
+/** The write that records, in the transaction of a backfill's last step, that the counters are exact. */
+export function markStateCountsExactOp(): TransactOp {
+  return { op: 'update', key: installationKey, update: { set: { state_counts: STATE_COUNTS_EXACT } }, condition: cond.exists() };
+}
 
 /** The installation record's row, as findings name it. */
 export const INSTALLATION_ROW = `${SYS_PK} ${INSTALLATION_SK}`;
@@ -68,7 +87,13 @@ export async function initInstallation(ctx: ServiceContext, opts: { bootstrapTok
   };
   try {
     await ctx.items.put(
-      { ...installationKey, type: 'installation', ...installation, ...(opts.bootstrapTokens ? { bootstrap_tokens: 'pending' } : {}) },
+      {
+        ...installationKey,
+        type: 'installation',
+        ...installation,
+        state_counts: STATE_COUNTS_EXACT,
+        ...(opts.bootstrapTokens ? { bootstrap_tokens: 'pending' } : {}),
+      },
       { condition: cond.notExists() },
     );
     return { installation, created: true, bootstrapPending: opts.bootstrapTokens === true };

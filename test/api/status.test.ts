@@ -8,9 +8,11 @@ import { after, before, describe, it } from 'node:test';
 import { buildServer } from '../../src/api/server.ts';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { sha256, toStructuredDigest } from '../../src/core/digest.ts';
+import { INSTALLATION_SK, SYS_PK } from '../../src/core/keys.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
 import { VERSION_STATES } from '../../src/lifecycle/state-machine.ts';
 import { ArtifactRetention } from '../../src/retention/retention.ts';
+import { STATE_COUNTS_EXACT } from '../../src/system/installation.ts';
 import { call, expectStatus, type Harness, startApi } from '../helpers/api-harness.ts';
 import { embedded, epochOf, host, operator } from '../helpers/retention-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
@@ -49,9 +51,24 @@ describe('HTTP: read-only status', () => {
     assert.equal(r.states.REJECTED, 1);
     assert.equal(r.total, 5);
     assert.equal(r.exact, true);
+    assert.equal(r.source, 'counters', 'from the per-state counters (issue 18)');
     for (const state of VERSION_STATES) {
       const listed = (await h.call('GET', `/v1/artifacts?state=${state}&limit=1000`, { token: h.tokens.service })).json.items.length;
       assert.equal(r.states[state], listed, state);
+    }
+  });
+
+  it('answers from the state index, with the same counts, on an installation whose counters were never backfilled', async () => {
+    const key = { PK: SYS_PK, SK: INSTALLATION_SK };
+    const counted = expectStatus(await h.call('GET', '/v1/status/states', { token: h.tokens.service }), 200).json;
+    await h.ctx.items.update(key, { remove: ['state_counts'] });
+    try {
+      const paged = expectStatus(await h.call('GET', '/v1/status/states', { token: h.tokens.service }), 200).json;
+      assert.equal(paged.source, 'index');
+      assert.equal(paged.exact, true);
+      assert.deepEqual(paged.states, counted.states);
+    } finally {
+      await h.ctx.items.update(key, { set: { state_counts: STATE_COUNTS_EXACT } });
     }
   });
 

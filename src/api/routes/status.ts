@@ -16,7 +16,14 @@ export const StateCounts = Type.Object(
   {
     states: Type.Record(Type.String(), Count, { description: 'versions per state' }),
     total: Count,
-    exact: Type.Boolean({ description: 'false when a state holds more versions than are counted' }),
+    exact: Type.Boolean({
+      description: 'true from the per-state counters; from the index fallback, false when a state holds more versions than are counted',
+    }),
+    source: Type.Optional(
+      Type.Union([Type.Literal('counters'), Type.Literal('index')], {
+        description: '`counters`: kept with every state change; `index`: paged from the state index (counters not backfilled yet)',
+      }),
+    ),
     at: Type.String(),
   },
   open,
@@ -57,7 +64,7 @@ export function statusRoutes(api: Api): AnyRouteDef[] {
     defineRoute({
       id: 'statusStates',
       summary: 'How many versions are in each state (read-only)',
-      description: `Counted from the state index (eventually consistent on DynamoDB), at most ${MAX_COUNTED_PER_STATE} per state; \`exact\` is false when a state has more.`,
+      description: `From the per-state counters kept in the transaction of every state change (exact; one read of the counter shards). An installation whose counters were not backfilled yet counts from the state index (eventually consistent on DynamoDB), at most ${MAX_COUNTED_PER_STATE} per state; \`exact\` is false when a state has more.`,
       tags: ['status'],
       schema: { response: { 200: StateCounts } },
       handler: async () => ({ ...(await countVersionsByState(api.ctx)), at: api.ctx.clock.now().toISOString() }),

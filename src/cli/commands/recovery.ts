@@ -7,6 +7,7 @@ import { parseDigest } from '../../core/digest.ts';
 import { ExitCode, UsageError } from '../../core/errors.ts';
 import type { Principal } from '../../lifecycle/model.ts';
 import { localOperator } from '../../lifecycle/principals.ts';
+import { backfillStateCounts } from '../../lifecycle/state-counts.ts';
 import { abandonBackup, createBackup, listBackups, retireBackup } from '../../recovery/backup.ts';
 import { readManifest } from '../../recovery/backup-format.ts';
 import { activateRestore, type ReconcileReport, reconcile } from '../../recovery/reconcile.ts';
@@ -214,7 +215,7 @@ function registerReconcileCommand(program: Command): void {
     );
 }
 
-/** alp maintenance status | release */
+/** alp maintenance status | release | recount-states */
 function registerMaintenanceCommands(program: Command): void {
   const maintenance = program.command('maintenance').description('the maintenance fence');
   maintenance
@@ -273,6 +274,17 @@ function registerMaintenanceCommands(program: Command): void {
               ]
             : ['no fence was held'],
         );
+      }),
+    );
+  maintenance
+    .command('recount-states')
+    .description('make the per-state version counters exact (installations older than them): recount under the fence')
+    .action(async (_o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const who = await actingPrincipal(rt);
+        const r = await backfillStateCounts(rt.ctx, await readEpoch(rt.ctx.items), `state counts backfill by ${who.id}`);
+        const perState = Object.entries(r.states).map(([s, n]) => `${s} ${n}`);
+        output(rt.opts, r, () => [`counted ${r.total} versions: ${perState.join(', ')}`]);
       }),
     );
 }
