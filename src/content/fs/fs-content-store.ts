@@ -2,11 +2,12 @@
  * ContentStore on a local directory. Publishing is atomic and durable: bytes go to a temp file in the
  * target directory (O_EXCL), are hashed in the same pass, fsynced, then linked to the key (create-only
  * keys: link() fails with EEXIST instead of replacing what is there) or renamed over it (replaceable
- * keys), and the directory is fsynced (and so is the parent of every directory the put created). Keys
+ * keys); then one round fsyncs the target directory and the parent of every directory not yet durable
+ * (fs-dirs.ts), each once, shared with concurrent publishes (docs/design.md §6, "fs publish"). Keys
  * reach the filesystem only through `resolve`, which validates them and refuses symlinks anywhere below
  * the root.
  */
-import { constants as C, type Dirent, fstatSync, linkSync, lstatSync, mkdirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
+import { constants as C, type Dirent, fstatSync, linkSync, lstatSync, renameSync, unlinkSync } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -31,6 +32,7 @@ import {
 } from '../content-store.ts';
 import { checkRange, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
 import { VerifyingStream } from '../verify-stream.ts';
+import { ContentDirs, type TargetDir } from './fs-dirs.ts';
 import { reportedClass, walkListing, walkObjects } from './fs-walk.ts';
 
 const TEMP_PREFIX = '.alp-tmp-';
@@ -54,14 +56,17 @@ export class FsContentStore implements ContentStore {
 
   private readonly staging = new Map<
     StagedObject,
-    { fh: FileHandle; tmpPath: string; finalPath: string; dir: string; created: string[]; made: string[]; repair: boolean }
+    { fh: FileHandle; tmpPath: string; finalPath: string; target: TargetDir; repair: boolean }
   >();
+
+  private readonly dirs: ContentDirs;
 
   private constructor(
     private readonly root: string,
     private readonly opts: FsContentStoreOptions,
   ) {
     this.location = `file:${root}`;
+    this.dirs = new ContentDirs(root, (dir) => this.fsyncDirectory(dir));
   }
 
   static async open(root: string, opts: FsContentStoreOptions = {}): Promise<FsContentStore> {
@@ -78,7 +83,7 @@ export class FsContentStore implements ContentStore {
     }
   }
 
-  private async syncDir(dir: string): Promise<void> {
+  private async fsyncDirectory(dir: string): Promise<void> {
     try {
       await this.opts.fsyncHook?.({ kind: 'dir', path: dir });
       await fsyncDir(dir);
@@ -96,8 +101,8 @@ export class FsContentStore implements ContentStore {
   /** Writes the bytes to a temp file in the target directory (O_EXCL), hashing them in the same pass. */
   async stage(key: string, body: Body, opts: PutOptions = {}): Promise<StagedObject> {
     const segments = validateObjectKey(key);
-    const { dir, created, made, fh, tmpPath } = await this.openTemp(segments.slice(0, -1));
-    const finalPath = path.join(dir, segments[segments.length - 1] as string);
+    const { target, fh, tmpPath } = await this.openTemp(segments.slice(0, -1));
+    const finalPath = path.join(target.dir, segments[segments.length - 1] as string);
     try {
       const acc = new DigestAccumulator();
       let pending: Promise<void> = Promise.resolve();
@@ -124,12 +129,12 @@ export class FsContentStore implements ContentStore {
         });
       }
       const staged: StagedObject = { key, digest, size: acc.size };
-      this.staging.set(staged, { fh, tmpPath, finalPath, dir, created, made, repair: opts.repair === true });
+      this.staging.set(staged, { fh, tmpPath, finalPath, target, repair: opts.repair === true });
       return staged;
     } catch (e) {
       await fh.close().catch(() => {});
       await fs.unlink(tmpPath).catch(() => {});
-      removeEmptyDirs(made);
+      this.dirs.removeEmpty(target.made);
       throw e;
     }
   }
@@ -142,15 +147,15 @@ export class FsContentStore implements ContentStore {
     for (let attempt = 0; ; attempt++) {
       let made: string[] = [];
       try {
-        const { dir, created, made: m } = await this.ensureDir(dirSegments);
-        made = m;
-        const tmpPath = path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
+        const target = await this.dirs.ensure(dirSegments);
+        made = target.made;
+        const tmpPath = path.join(target.dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
         const fh = await fs.open(tmpPath, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
-        return { dir, created, made, fh, tmpPath };
+        return { target, fh, tmpPath };
       } catch (e) {
         const vanished = (e as NodeJS.ErrnoException).code === 'ENOENT' || e instanceof NotFound;
         if (!vanished || attempt > 0) {
-          removeEmptyDirs(made);
+          this.dirs.removeEmpty(made);
           throw mapFsError(e, dirSegments.join('/'));
         }
       }
@@ -158,9 +163,10 @@ export class FsContentStore implements ContentStore {
   }
 
   /**
-   * fsyncs every staged file and every directory the writes created, all at once; publishes each at its
-   * key (link for create-only keys, rename otherwise); fsyncs each target directory once. A crash before
-   * the publication leaves temp files only.
+   * Two rounds: fsyncs every staged file at once; publishes each at its key (link for create-only keys,
+   * rename otherwise); then fsyncs every directory whose entries changed or are not yet durable, each
+   * once. A crash before the links leaves temp files only; before the second round ends, unreferenced
+   * whole objects at most (docs/design.md §6).
    */
   async publish(staged: StagedObject[]): Promise<void> {
     const states = staged.map((s) => {
@@ -170,9 +176,9 @@ export class FsContentStore implements ContentStore {
     });
     for (const s of staged) this.staging.delete(s);
     let renamed = 0;
+    let closing: Promise<unknown> = Promise.resolve();
     try {
-      const createdDirs = [...new Set(states.flatMap((s) => s.created))];
-      await Promise.all([...states.map((s) => this.syncFile(s.fh, s.tmpPath)), ...createdDirs.map((d) => this.syncDir(d))]);
+      await Promise.all(states.map((s) => this.syncFile(s.fh, s.tmpPath)));
       // A torn write (the file on disk shorter or longer than the bytes that were hashed) is never
       // published: one fstat per file, after the fsync, before the rename.
       states.forEach((s, i) => {
@@ -186,17 +192,25 @@ export class FsContentStore implements ContentStore {
             },
           );
       });
-      await Promise.all(states.map((s) => s.fh.close()));
+      // Closing changes nothing on disk: it overlaps the links and the directory round.
+      closing = Promise.all(states.map((s) => s.fh.close()));
       for (const [i, s] of states.entries()) {
         await this.publishOne(staged[i] as StagedObject, s);
         renamed++;
       }
-      await Promise.all([...new Set(states.map((s) => s.dir))].map((d) => this.syncDir(d)));
+      // One round for every directory whose entries changed: the targets (the links) and the parents of
+      // directories not yet durable. Nothing names the keys before this round has succeeded.
+      await this.dirs.syncAll(
+        states.flatMap((s) => [s.target.dir, ...s.target.parents]),
+        states.flatMap((s) => s.target.fresh),
+      );
+      await closing;
     } catch (e) {
+      await closing.catch(() => {});
       for (const s of states.slice(renamed)) {
         await s.fh.close().catch(() => {});
         await fs.unlink(s.tmpPath).catch(() => {});
-        removeEmptyDirs(s.made);
+        this.dirs.removeEmpty(s.target.made);
       }
       throw diskError(e);
     }
@@ -249,7 +263,7 @@ export class FsContentStore implements ContentStore {
       this.staging.delete(s);
       await state.fh.close().catch(() => {});
       await fs.unlink(state.tmpPath).catch(() => {});
-      removeEmptyDirs(state.made);
+      this.dirs.removeEmpty(state.target.made);
     }
   }
 
@@ -366,7 +380,7 @@ export class FsContentStore implements ContentStore {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw e;
     }
-    await this.syncDir(path.dirname(file));
+    await this.dirs.sync(path.dirname(file));
     return true;
   }
 
@@ -399,44 +413,13 @@ export class FsContentStore implements ContentStore {
 
   async close(): Promise<void> {}
 
-  /**
-   * Creates missing directories, refusing symlinks on the way. Returns the directory and the parents
-   * whose entries changed: the caller fsyncs those before publishing into the new directory.
-   */
-  private async ensureDir(dirSegments: string[]): Promise<{ dir: string; created: string[]; made: string[] }> {
-    let current = this.root;
-    const created: string[] = [];
-    // The directories this call made, below the top level (a refused write removes them again).
-    const made: string[] = [];
-    for (const seg of dirSegments) {
-      const next = path.join(current, seg);
-      // Directory checks are single metadata syscalls of microseconds: done synchronously they cost
-      // less than a round trip through the libuv pool each (which dominated small writes).
-      let stat = lstatSync(next, { throwIfNoEntry: false });
-      if (!stat) {
-        try {
-          mkdirSync(next, { mode: DIR_MODE });
-          created.push(current);
-          if (current !== this.root) made.push(next);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw mapFsError(e, dirSegments.join('/'));
-        }
-        stat = lstatSync(next);
-      }
-      if (stat.isSymbolicLink()) throw new InvalidInput(`refusing symlink inside the content root at ${path.relative(this.root, next)}`);
-      if (!stat.isDirectory()) throw new InvalidInput(`${path.relative(this.root, next)} is not a directory`);
-      current = next;
-    }
-    return { dir: current, created, made };
-  }
-
   /** Maps a key to its path, refusing any symlinked directory; NotFound when a directory is missing. */
   private async resolveExisting(key: string): Promise<string> {
     const segments = validateObjectKey(key);
     let current = this.root;
     for (const seg of segments.slice(0, -1)) {
       current = path.join(current, seg);
-      // Synchronous for the reason given in ensureDir.
+      // Synchronous: one metadata syscall of microseconds costs less than a trip through the I/O pool.
       let stat: import('node:fs').Stats | undefined;
       try {
         stat = lstatSync(current, { throwIfNoEntry: false });
@@ -468,21 +451,6 @@ export class FsContentStore implements ContentStore {
 
 /** Top-level directories whose empty subdirectories cleanupInterrupted removes. */
 const PRUNED_PREFIXES = ['artifacts', 'executions'];
-
-/**
- * Removes directories a refused write made, deepest first, while they are empty. Never recursive:
- * rmdir fails (harmlessly, and then the parents are not empty either) once another writer put
- * something there.
- */
-function removeEmptyDirs(made: string[]): void {
-  for (const dir of [...made].reverse()) {
-    try {
-      rmdirSync(dir);
-    } catch {
-      return;
-    }
-  }
-}
 
 /** 1 MiB reads for large objects; small ones get a buffer of their own size (plus one byte for EOF). */
 function readChunk(size: number): number {
