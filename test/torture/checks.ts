@@ -22,6 +22,7 @@ import type { Clock } from '../../src/core/clock.ts';
 import type { StorageConfig } from '../../src/core/config.ts';
 import { artifactPk, executionSk, HEAD_SK, provenanceSk, RUN_POINTER_SK, runPk, SYS_PK, versionSk } from '../../src/core/keys.ts';
 import { getOriginalOrArchived } from '../../src/lifecycle/archived-read.ts';
+import { archivedOriginals } from '../../src/lifecycle/references.ts';
 import { listBackups } from '../../src/recovery/backup.ts';
 import { openBackup } from '../../src/recovery/backup-format.ts';
 import { reconcile } from '../../src/recovery/reconcile.ts';
@@ -293,9 +294,16 @@ export async function readBackAcknowledged(ctx: ServiceContext, journal: Journal
     if (l.op === 'archive') for (const a of l.objects) refs.push({ key: a.archive_key, digest: a.digest, size: a.size });
   }
   // An archived original may be reclaimed by retention once its verified copy exists (issue 17 B13):
-  // then the version reads the copy (lifecycle/archived-read.ts), and so does this check.
+  // then the version reads the copy (lifecycle/archived-read.ts), and so does this check. The copies
+  // come from the journal and from the items: an archive killed after its commit, before its journal
+  // line (or finished by the next start's recovery), is journaled by nobody.
   const copies = new Map<string, string>();
   for (const l of journal) if (l.op === 'archive') for (const a of l.objects) copies.set(a.digest, a.archive_key);
+  for (let cursor: string | undefined, first = true; first || cursor; first = false) {
+    const page = await ctx.items.scan(cursor ? { cursor } : {});
+    for (const item of page.items) for (const a of archivedOriginals(item)) copies.set(a.digest, a.copy);
+    cursor = page.cursor;
+  }
   let bytes = 0;
   for (const ref of refs) {
     const opts = ref.size === undefined ? {} : { expectedSize: ref.size };
