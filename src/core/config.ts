@@ -15,6 +15,12 @@ export interface StorageConfig {
 }
 
 export const DEFAULT_DATA_DIR = './alp-data';
+
+/** A tuning knob from the environment: a positive integer, or undefined (the default applies). */
+export function positiveEnv(v: string | undefined): number | undefined {
+  const n = Number(v);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
 const DEFAULT_REGION = 'us-east-1';
 
 /** `sqlite:PATH` (relative to cwd) or `dynamodb://TABLE?region=R&endpoint=URL`. */

@@ -10,17 +10,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { positiveEnv } from '../core/config.ts';
 
 /**
  * Page cache per scratch database: what bounds its memory (SQLite's cache_size, in KiB when negative).
  * ALP_SCRATCH_CACHE_KIB overrides it (a larger cache trades memory for fewer page reads at scale).
  */
-export const SCRATCH_CACHE_KIB = positive(process.env.ALP_SCRATCH_CACHE_KIB) ?? 8 * 1024;
-
-function positive(v: string | undefined): number | undefined {
-  const n = Number(v);
-  return Number.isInteger(n) && n > 0 ? n : undefined;
-}
+export const SCRATCH_CACHE_KIB = positiveEnv(process.env.ALP_SCRATCH_CACHE_KIB) ?? 8 * 1024;
 
 export interface Scratch {
   readonly db: Database.Database;

@@ -8,15 +8,11 @@
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { positiveEnv } from '../../core/config.ts';
 import { compareUtf8 } from '../../core/object-keys.ts';
 
-function positive(v: string | undefined): number | undefined {
-  const n = Number(v);
-  return Number.isInteger(n) && n > 0 ? n : undefined;
-}
-
 /** Keys sorted in memory at a time; ALP_WALK_RUN_KEYS overrides it (tests spill small directories). */
-export const RUN_KEYS = positive(process.env.ALP_WALK_RUN_KEYS) ?? 50_000;
+export const RUN_KEYS = positiveEnv(process.env.ALP_WALK_RUN_KEYS) ?? 50_000;
 const READ_BYTES = 16 * 1024;
 
 /** Keys one at a time, in order; close() frees what the source holds (its temporary files). */
