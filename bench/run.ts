@@ -15,6 +15,7 @@ import { benchScale } from './scale.ts';
 import { benchStates } from './states.ts';
 import { benchStorage } from './storage.ts';
 import { benchTelemetry } from './telemetry.ts';
+import { printGoals } from './util.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const quick = process.env.ALP_BENCH_QUICK === '1';
@@ -60,3 +61,4 @@ for (const name of names) {
   }
   await run();
 }
+printGoals();

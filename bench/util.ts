@@ -28,3 +28,34 @@ export function row(label: string, value: string, note = ''): void {
 export function header(title: string): void {
   console.log(`\n== ${title}`);
 }
+
+/** One row of an issue's goals table: what was measured against which reference, PASS or MISS. */
+export interface GoalRow {
+  /** The workload as the goals table names it. */
+  workload: string;
+  /** The goal, e.g. '>= 1,000/s and >= 45 % of the disk's single-fsync rate'. */
+  goal: string;
+  /** The figure measured, with its unit and its ratio to the reference where there is one. */
+  measured: string;
+  /** The reference measured in the same run (empty when the goal is absolute). */
+  reference: string;
+  pass: boolean;
+}
+
+const goals: GoalRow[] = [];
+
+/** Records a goal row; `npm run bench` prints every recorded row at the end (printGoals). */
+export function goal(r: GoalRow): void {
+  goals.push(r);
+  row(`goal: ${r.workload}`, r.pass ? 'PASS' : 'MISS', `${r.measured} (goal ${r.goal}${r.reference ? `; reference ${r.reference}` : ''})`);
+}
+
+/** The goals table of the whole run, as Markdown, with the machine's load when it ended. */
+export function printGoals(): void {
+  if (goals.length === 0) return;
+  const load = os.loadavg().map((l) => l.toFixed(2)).join(' / ');
+  console.log(`\n== goals (load average 1/5/15 min at the end: ${load}; ${os.cpus().length} cores)\n`);
+  console.log('| workload | goal | measured | reference (same run) | verdict |');
+  console.log('|---|---|---|---|---|');
+  for (const g of goals) console.log(`| ${g.workload} | ${g.goal} | ${g.measured} | ${g.reference || '—'} | ${g.pass ? 'PASS' : 'MISS'} |`);
+}
