@@ -100,8 +100,36 @@ export function validateItem(item: Item): number {
   return bytes;
 }
 
+/** The JSON of an item's attributes other than its keys, as the last validateItem of it serialised it. */
+const validatedAttrs = new WeakMap<Item, string>();
+
+/**
+ * The item's size as JSON (the whole item, keys included), from one serialisation of its other
+ * attributes, which an engine that stores them as JSON takes with attrsJson instead of serialising again.
+ */
 function itemBytes(item: Item): number {
-  return Buffer.byteLength(JSON.stringify(item), 'utf8');
+  const { PK, SK, GSI1PK, GSI1SK, ...rest } = item;
+  const json = JSON.stringify(rest);
+  validatedAttrs.set(item, json);
+  const keys = Object.entries({ PK, SK, GSI1PK, GSI1SK }).filter(([, v]) => v !== undefined);
+  let bytes = Buffer.byteLength(json, 'utf8') + (json === '{}' ? keys.length - 1 : keys.length);
+  for (const [name, v] of keys) bytes += name.length + 3 + Buffer.byteLength(JSON.stringify(v), 'utf8');
+  return bytes;
+}
+
+/**
+ * The JSON of the item's attributes other than PK, SK, GSI1PK and GSI1SK. Taken once: the store calls
+ * it in the same synchronous step that validated the item, so nothing can have changed it between; an
+ * item that was not validated (an update's result) is serialised here.
+ */
+export function attrsJson(item: Item): string {
+  const json = validatedAttrs.get(item);
+  if (json !== undefined) {
+    validatedAttrs.delete(item);
+    return json;
+  }
+  const { PK: _pk, SK: _sk, GSI1PK: _gpk, GSI1SK: _gsk, ...rest } = item;
+  return JSON.stringify(rest);
 }
 
 function validateUpdate(update: UpdateSpec): void {

@@ -21,12 +21,24 @@ import { agent } from '../helpers/walk.ts';
 
 const VERSIONS = 40;
 
-/** A view of the store whose calls start only when the scheduler says so. */
+/**
+ * A view of the store whose calls' results reach their callers only when the scheduler says so.
+ * fc.scheduler calls the store at once and observes the promise only when it releases the result, so
+ * a call that fails before that (the SQLite engine settles a group commit's callers after the batch's
+ * COMMIT, in a later turn) would be an unhandled rejection; the view marks the store's promise
+ * handled, and the caller still gets the rejection when the scheduler releases it.
+ */
 function scheduled(items: ItemStore, s: fc.Scheduler): ItemStore {
+  const observed = <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    s.scheduleFunction((...args: A) => {
+      const p = call(...args);
+      p.catch(() => {});
+      return p;
+    });
   const view = Object.create(items) as ItemStore;
-  view.get = s.scheduleFunction((key, opts) => items.get(key, opts));
-  view.query = s.scheduleFunction((q) => items.query(q));
-  view.transactWrite = s.scheduleFunction((ops) => items.transactWrite(ops));
+  view.get = observed((key: Parameters<ItemStore['get']>[0], opts?: Parameters<ItemStore['get']>[1]) => items.get(key, opts));
+  view.query = observed((q: Parameters<ItemStore['query']>[0]) => items.query(q));
+  view.transactWrite = observed((ops: Parameters<ItemStore['transactWrite']>[0]) => items.transactWrite(ops));
   return view;
 }
 

@@ -62,13 +62,18 @@ export class ChangeLog {
   private readonly o: Required<ChangeLogOptions>;
   private readonly stmts: ReturnType<ChangeLog['prepare']> | undefined;
 
+  /**
+   * `writer` appends and prunes inside the write transaction; `reader` answers marks and change scans
+   * from committed rows only (the store's two connections, sqlite-item-store.ts).
+   */
   constructor(
-    private readonly db: Database.Database,
+    private readonly writer: Database.Database,
+    private readonly reader: Database.Database,
     private readonly scans: SqliteScans,
     opts: ChangeLogOptions = {},
   ) {
-    this.logged = hasChangeLog(db);
-    this.instance = instanceId(db);
+    this.logged = hasChangeLog(reader);
+    this.instance = instanceId(reader);
     this.o = {
       keepRows: opts.keepRows ?? 1_000_000,
       keepMs: opts.keepMs ?? 24 * 3600_000,
@@ -81,20 +86,21 @@ export class ChangeLog {
   }
 
   private prepare() {
-    const db = this.db;
+    const w = this.writer;
+    const db = this.reader;
     return {
-      append: db.prepare<[number, number, string]>('INSERT INTO alp_changes (at, n, keys) VALUES (?, ?, ?)'),
+      append: w.prepare<[number, number, string]>('INSERT INTO alp_changes (at, n, keys) VALUES (?, ?, ?)'),
+      head: w.prepare<[number], { seq: number; at: number }>('SELECT seq, at FROM alp_changes ORDER BY seq LIMIT ?'),
+      prune: w.prepare<[number]>('DELETE FROM alp_changes WHERE seq < ?'),
       oldest: db.prepare<[], { seq: number | null }>(CHANGE_SQL.oldest),
       newest: db.prepare<[], { seq: number | null }>(CHANGE_SQL.newest),
       keysAfter: db.prepare<[number], { n: number }>(CHANGE_SQL.keysAfter),
-      head: db.prepare<[number], { seq: number; at: number }>('SELECT seq, at FROM alp_changes ORDER BY seq LIMIT ?'),
-      prune: db.prepare<[number]>('DELETE FROM alp_changes WHERE seq < ?'),
       changed: db.prepare<[number, number, string, string, number], SeqRow>(CHANGE_SQL.changed),
       changedSegment: db.prepare<[number, number, string, string, number, number, number], SeqRow>(CHANGE_SQL.changedSegment),
     };
   }
 
-  /** Appends the keys one write transaction put or updated (inside it); prunes now and then. */
+  /** Appends the keys one write transaction (a group commit's batch) put or updated, inside it; prunes now and then. */
   append(keys: ItemKey[]): void {
     if (!this.stmts || keys.length === 0) return;
     const json = JSON.stringify(keys.map((k) => [k.PK, k.SK]));

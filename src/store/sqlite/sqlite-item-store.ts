@@ -1,13 +1,18 @@
 /**
  * ItemStore on SQLite (better-sqlite3): one `items` table keyed (PK, SK) plus a partial index GSI1 on
  * (GSI1PK, GSI1SK). Every write runs in a BEGIN IMMEDIATE transaction, so conditions are evaluated
- * and applied under the database's write lock, across processes too. WAL with synchronous=FULL: a
- * transaction that returned is on disk.
+ * and applied under the database's write lock, across processes too; concurrent callers' writes share
+ * one transaction and one fsync, each in its own savepoint (group-commit.ts). WAL with
+ * synchronous=FULL: a write whose promise resolved is on disk. Two connections: `db` writes (only
+ * through the group commit); while a batch is open every read goes to `reader`, so no read sees a
+ * batch's writes before their COMMIT. With no batch open, get / batchGet / query read on `db`, whose
+ * page cache is warm (another connection's commit empties a connection's whole cache in WAL mode).
+ * Either way a read after a resolved write sees it. Scans and change marks always use `reader`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ConditionFailed, InternalError, InvalidInput, Throttled, toAlpError } from '../../core/errors.ts';
+import { InternalError, InvalidInput, Throttled, toAlpError } from '../../core/errors.ts';
 import { randomToken } from '../../core/ids.ts';
 import type {
   Item,
@@ -21,21 +26,13 @@ import type {
   UpdateSpec,
   WriteOptions,
 } from '../item-store.ts';
-import {
-  applyUpdate,
-  decodeCursor,
-  encodeCursor,
-  evaluateCondition,
-  pageLimit,
-  validateItem,
-  validateKey,
-  validateSk,
-  validateTransaction,
-} from '../semantics.ts';
+import { decodeCursor, encodeCursor, pageLimit, validateItem, validateKey, validateSk, validateTransaction } from '../semantics.ts';
 import { ChangeLog, type ChangeLogOptions } from './changes.ts';
 import { ensurePrivateDir, ensurePrivateFile } from './file-modes.ts';
+import { GroupCommit, type Work } from './group-commit.ts';
 import { type Row, SqliteScans, toItem } from './scans.ts';
 import { prepareSchema, registerFunctions } from './schema.ts';
+import { SqliteWrites } from './writes.ts';
 
 export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
@@ -45,6 +42,8 @@ export interface SqliteOptions {
   changeLog?: ChangeLogOptions;
 }
 
+type Side = 'db' | 'reader';
+
 // Largest code point: a string that starts with prefix P sorts below P + U+10FFFF in UTF-8 byte order.
 const PREFIX_END = '\u{10FFFF}';
 
@@ -53,12 +52,15 @@ export class SqliteItemStore implements ItemStore {
   readonly location: string;
   /** One SQLite file gains nothing from concurrent segments (scans.ts). */
   readonly scanSegments = 1;
+  /** The write connection (a read-only store's only one). */
   readonly db: Database.Database;
-  private readonly stmts: ReturnType<SqliteItemStore['prepareStatements']>;
+  /** Reads while a batch is open, scans, change marks, snapshots (a read-only store: `db` itself). */
+  private readonly reader: Database.Database;
+  private readonly gets: Record<Side, Database.Statement<[string, string], Row>>;
   private readonly scans: SqliteScans;
   private readonly changes: ChangeLog;
-  /** The keys the write transaction under way put or updated (its change log row, changes.ts). */
-  private txKeys: ItemKey[] = [];
+  private readonly writes: SqliteWrites;
+  private readonly group: GroupCommit;
 
   constructor(file: string, opts: SqliteOptions = {}) {
     this.location = file;
@@ -66,33 +68,38 @@ export class SqliteItemStore implements ItemStore {
       ensurePrivateDir(path.dirname(file));
       ensurePrivateFile(file);
     }
+    const busy = `busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`;
     this.db = new Database(file, { readonly: opts.readonly ?? false });
-    this.db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 10_000}`);
+    this.db.pragma(busy);
     registerFunctions(this.db);
     if (!opts.readonly) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
       prepareSchema(this.db);
     }
-    this.stmts = this.prepareStatements();
-    this.scans = new SqliteScans(this.db);
-    this.changes = new ChangeLog(this.db, this.scans, opts.changeLog);
+    this.reader = opts.readonly ? this.db : this.openReader(file, busy);
+    const get = 'SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK = ? AND SK = ?';
+    this.gets = { db: this.db.prepare(get), reader: this.reader.prepare(get) };
+    this.scans = new SqliteScans(this.reader);
+    this.changes = new ChangeLog(this.db, this.reader, this.scans, opts.changeLog);
+    this.writes = new SqliteWrites(this.db);
+    this.group = new GroupCommit(this.db, {
+      beforeCommit: (written) => this.changes.append(written), // in the transaction: a rolled-back one logs nothing
+      mapError: (e) => mapSqliteError(e),
+    });
+  }
+
+  private openReader(file: string, busy: string): Database.Database {
+    const reader = new Database(file);
+    reader.pragma(busy);
+    reader.pragma('query_only = ON');
+    registerFunctions(reader);
+    return reader;
   }
 
   /** The schema is created when the store opens (unless read-only): nothing is left to do here. */
   async prepare(): Promise<{ created: boolean }> {
     return { created: false };
-  }
-
-  private prepareStatements() {
-    const db = this.db;
-    return {
-      get: db.prepare<[string, string], Row>('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK = ? AND SK = ?'),
-      upsert: db.prepare<[string, string, string | null, string | null, string]>(
-        'INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs) VALUES (?, ?, ?, ?, ?) ON CONFLICT (PK, SK) DO UPDATE SET GSI1PK = excluded.GSI1PK, GSI1SK = excluded.GSI1SK, attrs = excluded.attrs',
-      ),
-      del: db.prepare<[string, string]>('DELETE FROM items WHERE PK = ? AND SK = ?'),
-    };
   }
 
   async get(key: ItemKey): Promise<Item | undefined> {
@@ -103,68 +110,35 @@ export class SqliteItemStore implements ItemStore {
   /** Always consistent: one SQLite connection sees every committed write. */
   async batchGet(keys: ItemKey[], _opts?: { consistent?: boolean }): Promise<Item[]> {
     keys.forEach(validateKey);
-    return this.run(() => keys.map((k) => this.read(k)).filter((i): i is Item => i !== undefined));
+    return this.run(() => {
+      const side = this.readSide();
+      return keys.map((k) => this.read(k, side)).filter((i): i is Item => i !== undefined);
+    });
   }
 
   async put(item: Item, opts: WriteOptions = {}): Promise<void> {
     validateItem(item);
-    this.write(() => {
-      if (opts.condition && !evaluateCondition(opts.condition, this.read(item))) {
-        throw new ConditionFailed(`condition failed on put ${item.PK}/${item.SK}`);
-      }
-      this.store(item);
-    });
+    await this.write((written) => this.writes.put(item, opts.condition, written));
   }
 
   async update(key: ItemKey, update: UpdateSpec, opts: WriteOptions = {}): Promise<Item> {
     validateKey(key);
-    return this.write(() => {
-      const current = this.read(key);
-      if (opts.condition && !evaluateCondition(opts.condition, current)) {
-        throw new ConditionFailed(`condition failed on update ${key.PK}/${key.SK}`);
-      }
-      const next = applyUpdate(key, current, update);
-      this.store(next);
-      return next;
-    });
+    return this.write((written) => this.writes.update(key, update, opts.condition, written));
   }
 
   async delete(key: ItemKey, opts: WriteOptions = {}): Promise<void> {
     validateKey(key);
-    this.write(() => {
-      if (opts.condition && !evaluateCondition(opts.condition, this.read(key))) {
-        throw new ConditionFailed(`condition failed on delete ${key.PK}/${key.SK}`);
-      }
-      this.stmts.del.run(key.PK, key.SK);
-    });
+    await this.write(() => this.writes.delete(key, opts.condition));
   }
 
   async transactWrite(ops: TransactOp[]): Promise<void> {
     validateTransaction(ops);
-    this.write(() => {
-      // Every condition is evaluated against the state before the transaction, then all writes apply.
-      const planned: Array<() => void> = [];
-      ops.forEach((op, index) => {
-        const key = op.op === 'put' ? op.item : op.key;
-        const current = this.read(key);
-        if (op.condition && !evaluateCondition(op.condition, current)) {
-          throw new ConditionFailed(`transaction cancelled: condition of operation ${index} (${op.op} ${key.PK}/${key.SK}) failed`, index);
-        }
-        if (op.op === 'put') planned.push(() => this.store(op.item));
-        else if (op.op === 'update') {
-          const next = applyUpdate(op.key, current, op.update);
-          planned.push(() => this.store(next));
-        } else if (op.op === 'delete') planned.push(() => this.stmts.del.run(op.key.PK, op.key.SK));
-      });
-      for (const apply of planned) apply();
-    });
+    await this.write((written) => this.writes.transact(ops, written));
   }
 
   async batchPut(items: Item[]): Promise<void> {
     items.forEach(validateItem);
-    this.write(() => {
-      for (const item of items) this.store(item);
-    });
+    await this.write((written) => this.writes.batchPut(items, written));
   }
 
   async query(q: QueryInput): Promise<Page> {
@@ -215,7 +189,7 @@ export class SqliteItemStore implements ItemStore {
     const orderBy = onIndex ? `GSI1SK ${order}, PK ${order}, SK ${order}` : `SK ${order}`;
     const sql = `SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items ${onIndex ? 'INDEXED BY GSI1 ' : ''}WHERE ${where.join(' AND ')} ORDER BY ${orderBy} LIMIT ?`;
     params.push(limit + 1);
-    const rows = this.run(() => this.statement(sql).all(...params));
+    const rows = this.run(() => this.statement(sql, this.readSide()).all(...params));
     const items = rows.slice(0, limit).map(toItem);
     const page: Page = { items };
     if (rows.length > limit) {
@@ -259,7 +233,7 @@ export class SqliteItemStore implements ItemStore {
     };
     if (!this.db.open) throw this.closedError();
     try {
-      await this.db.backup(file, { progress: () => 0x7fffffff });
+      await this.reader.backup(file, { progress: () => 0x7fffffff });
     } catch (e) {
       remove();
       return this.run(() => {
@@ -280,64 +254,49 @@ export class SqliteItemStore implements ItemStore {
     };
   }
 
-  private readonly statements = new Map<string, Database.Statement<unknown[], Row>>();
+  private readonly statements: Record<Side, Map<string, Database.Statement<unknown[], Row>>> = { db: new Map(), reader: new Map() };
 
   /** Query shapes are few (index × sort-key condition × direction × cursor): cache their statements. */
-  private statement(sql: string): Database.Statement<unknown[], Row> {
-    let stmt = this.statements.get(sql);
+  private statement(sql: string, side: Side): Database.Statement<unknown[], Row> {
+    let stmt = this.statements[side].get(sql);
     if (!stmt) {
-      stmt = this.db.prepare<unknown[], Row>(sql);
-      this.statements.set(sql, stmt);
+      stmt = this[side].prepare<unknown[], Row>(sql);
+      this.statements[side].set(sql, stmt);
     }
     return stmt;
   }
 
-  async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+  /** Which connection a get or query reads on now (see the header). */
+  private readSide(): Side {
+    return this.group.pending ? 'reader' : 'db';
   }
 
-  private read(key: ItemKey): Item | undefined {
-    const row = this.stmts.get.get(key.PK, key.SK);
+  /** Commits the batch under way first: every write already answered is then on disk. */
+  async close(): Promise<void> {
+    if (!this.db.open) return;
+    this.group.flush();
+    if (this.reader !== this.db) this.reader.close();
+    this.db.close();
+  }
+
+  private read(key: ItemKey, side = this.readSide()): Item | undefined {
+    const row = this.gets[side].get(key.PK, key.SK);
     return row ? toItem(row) : undefined;
   }
 
-  private store(item: Item): void {
-    const { PK, SK, GSI1PK, GSI1SK, ...rest } = item;
-    const gsiPk = (GSI1PK as string | undefined) ?? null;
-    const gsiSk = (GSI1SK as string | undefined) ?? null;
-    this.stmts.upsert.run(PK, SK, gsiPk, gsiSk, JSON.stringify(rest)); // read-only: SQLite refuses it
-    this.txKeys.push({ PK, SK });
+  /** Runs a caller's write in the group commit; settles once the COMMIT that holds it returned. */
+  private write<T>(work: Work<T>): Promise<T> {
+    if (!this.db.open) throw this.closedError();
+    return this.group.submit(work);
   }
 
-  private write<T>(fn: () => T): T {
-    return this.run(() =>
-      this.db
-        .transaction(() => {
-          this.txKeys = [];
-          try {
-            const out = fn();
-            this.changes.append(this.txKeys); // in the transaction: a rolled-back one logs nothing
-            return out;
-          } finally {
-            this.txKeys = [];
-          }
-        })
-        .immediate(),
-    );
-  }
-
-  /** Runs one statement or transaction, mapping SQLite's errors to the contract's (item-store.ts). */
+  /** Runs one read, mapping SQLite's errors to the contract's (item-store.ts). */
   private run<T>(fn: () => T): T {
     if (!this.db.open) throw this.closedError();
     try {
       return fn();
     } catch (e) {
-      const code = (e as { code?: string }).code;
-      if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_BUSY_SNAPSHOT') {
-        throw new Throttled('the SQLite database is busy; retry', { sqlite: code }, { cause: e });
-      }
-      // Disk full, I/O error, a read-only database: StorageFailure; our own errors pass; the rest is internal.
-      throw toAlpError(e);
+      throw mapSqliteError(e);
     }
   }
 
@@ -345,4 +304,14 @@ export class SqliteItemStore implements ItemStore {
   private closedError(): InternalError {
     return new InternalError(`the SQLite item store at ${this.location} is closed`);
   }
+}
+
+/** SQLite's errors as the contract's (item-store.ts ERRORS). */
+function mapSqliteError(e: unknown): Error {
+  const code = (e as { code?: string }).code;
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code === 'SQLITE_BUSY_SNAPSHOT') {
+    return new Throttled('the SQLite database is busy; retry', { sqlite: code }, { cause: e });
+  }
+  // Disk full, I/O error, a read-only database: StorageFailure; our own errors pass; the rest is internal.
+  return toAlpError(e);
 }
