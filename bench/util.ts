@@ -53,7 +53,10 @@ export function goal(r: GoalRow): void {
 /** The goals table of the whole run, as Markdown, with the machine's load when it ended. */
 export function printGoals(): void {
   if (goals.length === 0) return;
-  const load = os.loadavg().map((l) => l.toFixed(2)).join(' / ');
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
   console.log(`\n== goals (load average 1/5/15 min at the end: ${load}; ${os.cpus().length} cores)\n`);
   console.log('| workload | goal | measured | reference (same run) | verdict |');
   console.log('|---|---|---|---|---|');

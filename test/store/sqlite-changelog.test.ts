@@ -92,6 +92,47 @@ describe('SQLite change log: fallbacks and writes during the pages', () => {
     await store.close();
   });
 
+  it('60,000 keys changed since the mark (more than one scan used to group) are answered from the log, each once', async () => {
+    const store = open({});
+    await store.batchPut(Array.from({ length: 500 }, (_, i) => ({ PK: `OLD#${i % 10}`, SK: `s${i}` })));
+    const mark = await store.changeMark();
+    for (let b = 0; b < 60; b++) {
+      await store.batchPut(Array.from({ length: 1000 }, (_, i) => ({ PK: `NEW#${i % 97}`, SK: `s${b * 1000 + i}`, b })));
+    }
+    assert.equal(await store.changesAnswerable(mark), true);
+    const got = await pages(store, mark, { limit: 1000 });
+    assert.equal(got.length, 60_000);
+    assert.equal(new Set(ids(got)).size, 60_000, 'each key once');
+    assert.ok(
+      got.every((i) => i.PK.startsWith('NEW#')),
+      'nothing written before the mark',
+    );
+    await store.close();
+  });
+
+  it('two change scans of different marks interleaved, and a cursor carried to a second store on the file, each see exactly their changes', async () => {
+    const file = path.join(tempDir('alp-changelog'), 'alp.db');
+    const a = new SqliteItemStore(file);
+    const m1 = await a.changeMark();
+    for (let i = 0; i < 6; i++) await a.put({ PK: 'A', SK: `s${i}` });
+    const m2 = await a.changeMark();
+    for (let i = 0; i < 4; i++) await a.put({ PK: 'B', SK: `s${i}` });
+    const first1 = await a.scanChangedSince(m1, { limit: 3 });
+    const all2 = await pages(a, m2, { limit: 2 });
+    const b = new SqliteItemStore(file);
+    const rest1 = await pages(b, m1, { limit: 3, cursor: first1.cursor as string });
+    assert.deepEqual(
+      ids([...first1.items, ...rest1]),
+      ids([
+        ...Array.from({ length: 6 }, (_, i) => ({ PK: 'A', SK: `s${i}` })),
+        ...Array.from({ length: 4 }, (_, i) => ({ PK: 'B', SK: `s${i}` })),
+      ]),
+    );
+    assert.deepEqual(ids(all2), ['B/s0', 'B/s1', 'B/s2', 'B/s3']);
+    await a.close();
+    await b.close();
+  });
+
   it('the log pruned past the cursor while the pages are read: the rest is the whole table, then the changes', async () => {
     const store = open({ keepRows: 3, pruneEvery: 1 });
     const mark = await store.changeMark();

@@ -224,11 +224,17 @@ describe('SQLite change marks and segments: the change log', () => {
     for (const item of got) assert.deepEqual(item, await store.get(item));
     assert.deepEqual(ids(await segmentsOf((o) => store.scanChangedSince(mark, o), 3)), ids(changed));
     const plan = (sql: string, ...params: unknown[]) => JSON.stringify(store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params));
-    for (const sql of [CHANGE_SQL.changed, CHANGE_SQL.changedSegment]) {
+    for (const ddl of CHANGE_SQL.create('plan_check')) store.db.exec(ddl);
+    assert.match(
+      plan(CHANGE_SQL.collect('plan_check'), 1),
+      /SEARCH c USING INTEGER PRIMARY KEY \(rowid>\?\)/,
+      'the log rows after the mark, by seq',
+    );
+    for (const sql of [CHANGE_SQL.page('plan_check', false), CHANGE_SQL.page('plan_check', true)]) {
       const p = plan(sql, ...Array(sql.split('?').length - 1).fill(1));
-      assert.match(p, /SEARCH c USING INTEGER PRIMARY KEY \(rowid>\?\)/, 'the log rows after the mark, by seq');
+      assert.match(p, /SEARCH k USING (COVERING )?INDEX plan_check_w \(\(W,kp,ks\)>\(\?,\?,\?\)\)/, 'the set from the cursor on, in order');
       assert.match(p, /SEARCH i USING PRIMARY KEY \(PK=\? AND SK=\?\)/, 'each key’s item by its key');
-      assert.doesNotMatch(p, /SCAN i\b|SCAN items/);
+      assert.doesNotMatch(p, /SCAN i\b|SCAN items|TEMP B-TREE/);
     }
     assert.match(plan(CHANGE_SQL.keysAfter, 1), /SEARCH alp_changes USING INTEGER PRIMARY KEY \(rowid>\?\)/);
     for (const sql of [CHANGE_SQL.oldest, CHANGE_SQL.newest]) assert.doesNotMatch(plan(sql), /SCAN/, 'a mark reads one end of the log');

@@ -2,14 +2,17 @@
  * The SQLite engine's change log (schema.ts `alp_changes`): the append of each write transaction, its
  * pruning, and scanChangedSince (item-store.ts) read from it.
  *
- * A change scan de-duplicates the log's keys after the mark in SQL (GROUP BY over json_each, in the
- * connection's temporary storage, which is a file: bounded memory) and joins each key's current item
- * (a deleted one drops out), in (last seq, PK, SK) order: a key written again while the pages are read
- * moves behind the cursor and comes again rather than being missed. When the mark cannot be answered
- * from the log (another database's, older than the oldest kept row, ahead of the log) or the changes
- * since it are many (more than `maxChangedKeys` keys written), the scan is instead the whole table
- * (optionally one segment) followed by the changes since a mark taken before it started: conservative,
- * and still every write after the mark is in the pages.
+ * A change scan de-duplicates the log's keys after the mark into a temporary table of the reading
+ * connection (key → seq of its last write; temporary storage is a file: bounded memory), built once per
+ * mark and brought up to date before each page with only the log rows written since, and joins each
+ * key's current item (a deleted one drops out), in (last seq, PK, SK) order: a key written again while
+ * the pages are read moves behind the cursor and comes again rather than being missed. So a scan of N
+ * changed keys groups each log row once (before: every page grouped the log from its cursor on, N² /
+ * page size). When the mark cannot be answered from the log (another database's, older than the oldest
+ * kept row, ahead of the log) or the changes since it are more keys than a whole scan is worth
+ * (`maxChangedKeys`), the scan is instead the whole table (optionally one segment) followed by the
+ * changes since a mark taken before it started: conservative, and still every write after the mark is
+ * in the pages.
  */
 import type Database from 'better-sqlite3';
 import { InvalidInput } from '../../core/errors.ts';
@@ -28,7 +31,7 @@ export interface ChangeLogOptions {
   pruneEvery?: number;
   /** Rows a prune deletes at most (default 2048). */
   pruneBatch?: number;
-  /** Above this many keys written since the mark a change scan reads the whole table (default 50,000). */
+  /** Above this many keys written since the mark a change scan reads the whole table (default 2,000,000). */
   maxChangedKeys?: number;
   /** The clock of the rows' `at` (default Date.now). */
   now?: () => number;
@@ -43,17 +46,33 @@ export const CHANGE_SQL = {
   // Apart: SQLite answers a lone min() or max() of the rowid from one end of the b-tree, both at once by a scan.
   oldest: 'SELECT min(seq) AS seq FROM alp_changes',
   newest: 'SELECT max(seq) AS seq FROM alp_changes',
-  changed: changedSql(false),
-  changedSegment: changedSql(true),
+  /** A scan's set of changed keys: each key once, with the seq of its last write. */
+  create: (t: string) => [
+    `CREATE TEMP TABLE ${t} (kp TEXT NOT NULL, ks TEXT NOT NULL, W INTEGER NOT NULL, PRIMARY KEY (kp, ks)) WITHOUT ROWID`,
+    `CREATE INDEX temp.${t}_w ON ${t} (W, kp, ks)`,
+  ],
+  /** Folds the log rows after a seq into the set (a key's W only grows). */
+  collect: (t: string) => `INSERT INTO temp.${t} (kp, ks, W)
+    SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), max(c.seq)
+    FROM main.alp_changes c, json_each(c.keys) j WHERE c.seq > ? GROUP BY 1, 2
+    ON CONFLICT (kp, ks) DO UPDATE SET W = max(W, excluded.W)`,
+  page: (t: string, segment: boolean) => `SELECT k.W AS W, i.PK, i.SK, i.GSI1PK, i.GSI1SK, i.attrs
+    FROM temp.${t} k JOIN main.items i ON i.PK = k.kp AND i.SK = k.ks
+    WHERE (k.W, k.kp, k.ks) > (?, ?, ?)${segment ? ` AND ${HASH_FUNCTION}(k.kp, ?, ?)` : ''}
+    ORDER BY k.W, k.kp, k.ks LIMIT ?`,
 };
 
-function changedSql(segment: boolean): string {
-  return `WITH k AS (
-    SELECT json_extract(j.value, '$[0]') AS kp, json_extract(j.value, '$[1]') AS ks, max(c.seq) AS W
-    FROM alp_changes c, json_each(c.keys) j WHERE c.seq > ? GROUP BY kp, ks)
-  SELECT k.W AS W, i.PK, i.SK, i.GSI1PK, i.GSI1SK, i.attrs FROM k JOIN items i ON i.PK = k.kp AND i.SK = k.ks
-  WHERE (k.W, k.kp, k.ks) > (?, ?, ?)${segment ? ` AND ${HASH_FUNCTION}(k.kp, ?, ?)` : ''}
-  ORDER BY k.W, k.kp, k.ks LIMIT ?`;
+/** Sets of changed keys a connection keeps at once (a scan's set is rebuilt when it was dropped). */
+const MAX_CHANGED_SETS = 4;
+
+/** The changed keys after `since`, as of the log's `upto`, in a temporary table of the reader. */
+interface ChangedSet {
+  since: number;
+  upto: number;
+  table: string;
+  collect: Database.Statement<[number]>;
+  page: Database.Statement<[number, string, string, number], SeqRow>;
+  pageSegment: Database.Statement<[number, string, string, number, number, number], SeqRow>;
 }
 
 export class ChangeLog {
@@ -61,6 +80,9 @@ export class ChangeLog {
   private readonly instance: string;
   private readonly o: Required<ChangeLogOptions>;
   private readonly stmts: ReturnType<ChangeLog['prepare']> | undefined;
+  /** The reader's sets of changed keys, least recently used first. */
+  private sets: ChangedSet[] = [];
+  private setCount = 0;
 
   /**
    * `writer` appends and prunes inside the write transaction; `reader` answers marks and change scans
@@ -79,7 +101,7 @@ export class ChangeLog {
       keepMs: opts.keepMs ?? 24 * 3600_000,
       pruneEvery: opts.pruneEvery ?? 1024,
       pruneBatch: opts.pruneBatch ?? 2048,
-      maxChangedKeys: opts.maxChangedKeys ?? 50_000,
+      maxChangedKeys: opts.maxChangedKeys ?? 2_000_000,
       now: opts.now ?? Date.now,
     };
     this.stmts = this.logged ? this.prepare() : undefined;
@@ -95,8 +117,6 @@ export class ChangeLog {
       oldest: db.prepare<[], { seq: number | null }>(CHANGE_SQL.oldest),
       newest: db.prepare<[], { seq: number | null }>(CHANGE_SQL.newest),
       keysAfter: db.prepare<[number], { n: number }>(CHANGE_SQL.keysAfter),
-      changed: db.prepare<[number, number, string, string, number], SeqRow>(CHANGE_SQL.changed),
-      changedSegment: db.prepare<[number, number, string, string, number, number, number], SeqRow>(CHANGE_SQL.changedSegment),
     };
   }
 
@@ -168,19 +188,15 @@ export class ChangeLog {
     since: number,
     after: { W: number; PK: string; SK: string } | undefined,
   ): Page {
-    const stmts = this.stmts;
-    if (!stmts) return this.full(scope, seg, limit, 0, undefined);
+    // The log pruned past what the set holds while the pages are read: the rest is the whole table,
+    // then the changes after it.
+    const set = this.stmts ? this.changedSet(since) : undefined;
+    if (!set) return this.full(scope, seg, limit, this.head(), undefined);
     const from = after ?? { W: since, PK: '', SK: '' };
-    // A key whose last write is at or after the cursor's seq appears in a row at or after it: the
-    // rows before it need no grouping, so each page groups only the log from its cursor on.
-    const rowsAfter = Math.max(since, from.W - 1);
-    // Those rows pruned meanwhile, or very many writes while the pages are read: the rest is the
-    // whole table, then the changes after it.
-    if (after && !this.answerable(rowsAfter, 4 * this.o.maxChangedKeys)) return this.full(scope, seg, limit, this.head(), undefined);
     const range = seg ? hashRange(seg) : undefined;
     const rows = range
-      ? stmts.changedSegment.all(rowsAfter, from.W, from.PK, from.SK, range.lo, range.hi, limit + 1)
-      : stmts.changed.all(rowsAfter, from.W, from.PK, from.SK, limit + 1);
+      ? set.pageSegment.all(from.W, from.PK, from.SK, range.lo, range.hi, limit + 1)
+      : set.page.all(from.W, from.PK, from.SK, limit + 1);
     return page(rows, limit, (item, row) =>
       encodeCursor({
         pk: scope,
@@ -188,6 +204,58 @@ export class ChangeLog {
         last: { P: 'C', S: String(since), W: String((row as SeqRow).W), PK: item.PK, SK: item.SK },
       }),
     );
+  }
+
+  /**
+   * The set of keys changed after `since`, brought up to the log's newest row; undefined when log rows
+   * it still needs were pruned. Kept per connection (a cursor of another connection or process, or of
+   * a set dropped meanwhile, rebuilds it from `since`).
+   */
+  private changedSet(since: number): ChangedSet | undefined {
+    const newest = this.head();
+    const lo = this.stmts?.oldest.get()?.seq ?? newest + 1;
+    let set = this.sets.find((s) => s.since === since);
+    if (set) this.sets = [...this.sets.filter((s) => s !== set), set];
+    if (set && set.upto >= newest) return set;
+    const from = set?.upto ?? since;
+    if (from < lo - 1) return undefined;
+    set ??= this.newSet(since);
+    const collect = set.collect;
+    this.writingTemp(() => collect.run(from));
+    set.upto = newest;
+    return set;
+  }
+
+  private newSet(since: number): ChangedSet {
+    const table = `alp_changed_${++this.setCount}`;
+    this.writingTemp(() => {
+      for (const ddl of CHANGE_SQL.create(table)) this.reader.exec(ddl);
+    });
+    const set: ChangedSet = {
+      since,
+      upto: since,
+      table,
+      collect: this.reader.prepare(CHANGE_SQL.collect(table)),
+      page: this.reader.prepare(CHANGE_SQL.page(table, false)),
+      pageSegment: this.reader.prepare(CHANGE_SQL.page(table, true)),
+    };
+    this.sets.push(set);
+    while (this.sets.length > MAX_CHANGED_SETS) {
+      const old = this.sets.shift() as ChangedSet;
+      this.writingTemp(() => this.reader.exec(`DROP TABLE temp.${old.table}`));
+    }
+    return set;
+  }
+
+  /** Runs `fn` with the reader allowed to write (its temporary tables only: it holds no write lock). */
+  private writingTemp(fn: () => void): void {
+    const guarded = this.reader.pragma('query_only', { simple: true }) === 1;
+    if (guarded) this.reader.pragma('query_only = OFF');
+    try {
+      fn();
+    } finally {
+      if (guarded) this.reader.pragma('query_only = ON');
+    }
   }
 
   /** The whole table (or segment) from `last`; at its end, a cursor to the changes since `mark`. */
