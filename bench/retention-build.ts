@@ -5,7 +5,9 @@
  * replaced and written with batchPut (one transaction per 5,000), and its two objects (content and
  * metadata.json) are copied byte for byte to the cloned keys (same digests as the cloned items record).
  * Orphans are 2 KiB files written directly, each with its reference index entry (refIndexItem), as the
- * write path records it. Not a lifecycle: nothing is fsynced and audit chains are not re-linked.
+ * write path records it. Not a lifecycle: nothing is fsynced and audit chains are not re-linked. The
+ * per-state counters are not cloned (they are the installation's, not the artifact's): the clones'
+ * versions are counted as they are written and added to them at the end, so the counts stay exact.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -14,6 +16,7 @@ import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
 import { ManualClock } from '../src/core/clock.ts';
 import { newId } from '../src/core/ids.ts';
 import { createArtifact } from '../src/lifecycle/artifacts.ts';
+import { STATE_COUNTS_TYPE, StateRecount, stateCountOp } from '../src/lifecycle/state-counts.ts';
 import { createContext, type ServiceContext } from '../src/runtime/context.ts';
 import type { Item } from '../src/store/item-store.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
@@ -51,11 +54,13 @@ export async function buildDirect(
   const name = 'template-artifact';
   const { head } = await createArtifact(ctx, agent, { name, filename: 'f.txt', body: [Buffer.from('template '.padEnd(2048, '-'))] });
   const id = head.artifact_id;
-  const template = JSON.stringify((await allItems(items)).filter((i) => !before.has(`${i.PK}\u0000${i.SK}`)));
+  const created = (await allItems(items)).filter((i) => !before.has(`${i.PK}\u0000${i.SK}`));
+  const template = JSON.stringify(created.filter((i) => i.type !== STATE_COUNTS_TYPE));
   const templateFiles = (await listFiles(contentRoot)).filter((f) => !filesBefore.has(f) && f.includes(id));
   const bodies = await Promise.all(templateFiles.map((f) => fs.readFile(path.join(contentRoot, f))));
   const versions = Math.floor(objects / 2 / templateFiles.length);
   let written = 0;
+  const clonedVersions = new StateRecount();
   let pending: Item[] = [];
   const flush = async () => {
     if (pending.length) await items.batchPut(pending);
@@ -65,7 +70,9 @@ export async function buildDirect(
   for (let v = 1; v < versions; v++) {
     clock.advance(1);
     const nid = newId(clock);
-    pending.push(...(JSON.parse(template.replaceAll(id, nid).replaceAll(name, `clone-${v}`)) as Item[]));
+    const clone = JSON.parse(template.replaceAll(id, nid).replaceAll(name, `clone-${v}`)) as Item[];
+    clonedVersions.add(clone);
+    pending.push(...clone);
     await Promise.all(
       templateFiles.map(async (f, j) => {
         const file = path.join(contentRoot, f.replaceAll(id, nid));
@@ -90,6 +97,7 @@ export async function buildDirect(
     if (pending.length >= BATCH) await flush();
   }
   await flush();
+  for (const [shard, counts] of clonedVersions.byShard) await items.transactWrite([stateCountOp(shard, counts)]);
   await items.close();
   return { items: written, files: versions * templateFiles.length + orphans, ms: Date.now() - started };
 }

@@ -23,7 +23,8 @@ import type { VersionItem } from './model.ts';
 import { VERSION_STATES, type VersionState } from './state-machine.ts';
 
 const STATE_COUNTS_PK = stateCountsPk();
-const TYPE = 'state_counts';
+/** The type of every counter item (what sums and checks recognise them by). */
+export const STATE_COUNTS_TYPE = 'state_counts';
 
 export type StateDelta = Partial<Record<VersionState, number>>;
 
@@ -62,7 +63,11 @@ const isCountOp = (op: TransactOp): op is Extract<TransactOp, { op: 'update' }> 
 
 /** The blind add that records `delta` on the counter item of `shard` (no condition: it never conflicts on purpose). */
 export function stateCountOp(shard: string, delta: StateDelta): TransactOp {
-  return { op: 'update', key: stateCountsKey(shard), update: { set: { type: TYPE }, add: { ...delta } as Record<string, number> } };
+  return {
+    op: 'update',
+    key: stateCountsKey(shard),
+    update: { set: { type: STATE_COUNTS_TYPE }, add: { ...delta } as Record<string, number> },
+  };
 }
 
 /** The counter op of one version moving `from` → `to` (on the counter it was created on). */
@@ -92,7 +97,7 @@ export function combineCountOps(ops: readonly TransactOp[]): TransactOp[] {
     if (!add) {
       add = {};
       byKey.set(id, add);
-      out.push({ ...op, update: { set: { type: TYPE }, add } });
+      out.push({ ...op, update: { set: { type: STATE_COUNTS_TYPE }, add } });
     }
     for (const [state, d] of Object.entries(op.update.add ?? {})) add[state] = (add[state] ?? 0) + d;
   }
@@ -109,11 +114,20 @@ function emptyCounts(): Record<VersionState, number> {
   return Object.fromEntries(VERSION_STATES.map((s) => [s, 0])) as Record<VersionState, number>;
 }
 
+/** The counts one counter item holds (absent states: 0). */
+function countsOf(item: Item | undefined): Record<VersionState, number> {
+  const counts = emptyCounts();
+  for (const s of VERSION_STATES) counts[s] = typeof item?.[s] === 'number' ? (item[s] as number) : 0;
+  return counts;
+}
+
+/** The counter items among `items` (by their type: anything else a read returned is skipped), summed. */
 function sumCounters(items: readonly Item[]): StateCounts {
   const states = emptyCounts();
   for (const item of items) {
-    if (item.SK !== STATE_COUNTS_SK || item.PK === INSTALLATION_KEY.PK) continue;
-    for (const s of VERSION_STATES) states[s] += typeof item[s] === 'number' ? (item[s] as number) : 0;
+    if (item.type !== STATE_COUNTS_TYPE) continue;
+    const counts = countsOf(item);
+    for (const s of VERSION_STATES) states[s] += counts[s];
   }
   return { states, total: Object.values(states).reduce((a, b) => a + b, 0) };
 }
@@ -128,48 +142,102 @@ export async function readStateCounts(ctx: ServiceContext): Promise<StateCounts 
   return { ...sumCounters(items), exact: stateCountsExact(record) };
 }
 
-/** Every version counted by state and by counter suffix, from a scan of the base table (consistent). */
-export async function recountStates(ctx: Pick<ServiceContext, 'items'>): Promise<Map<string, Record<VersionState, number>>> {
-  const byShard = new Map<string, Record<VersionState, number>>();
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.items.scan(cursor ? { cursor } : {});
-    for (const item of page.items) {
+/** Versions counted by state and by counter suffix, fed the pages of a scan of the base table. */
+export class StateRecount {
+  readonly byShard = new Map<string, Record<VersionState, number>>();
+
+  add(items: readonly Item[]): void {
+    for (const item of items) {
       if (item.type !== 'version') continue;
       const v = item as VersionItem;
       const shard = counterShardOf(v);
-      let counts = byShard.get(shard);
-      if (!counts) byShard.set(shard, (counts = emptyCounts()));
+      let counts = this.byShard.get(shard);
+      if (!counts) this.byShard.set(shard, (counts = emptyCounts()));
       counts[v.state] += 1;
     }
+  }
+}
+
+/** Every version counted by state and by counter suffix, from a scan of the base table (consistent). */
+export async function recountStates(ctx: Pick<ServiceContext, 'items'>): Promise<Map<string, Record<VersionState, number>>> {
+  const recount = new StateRecount();
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.items.scan(cursor ? { cursor } : {});
+    recount.add(page.items);
     cursor = page.cursor;
   } while (cursor);
-  return byShard;
+  return recount.byShard;
 }
 
 export interface StateCountCheck {
+  /**
+   * `checked`: the counters were compared with the recount; `not_exact`: the installation's counters
+   * were never backfilled (they cannot equal a recount: nothing to judge); `busy`: a counter changed
+   * while the versions were recounted (a state change committed meanwhile), run it again when quieter.
+   */
+  status: 'checked' | 'not_exact' | 'busy';
   exact: boolean;
   /** Counter shards whose counts differ from a recount: shard suffix, state, counted, recounted. */
   mismatches: Array<{ shard: string; state: VersionState; counter: number; recount: number }>;
 }
 
-/** Compares every counter with a recount of the versions (for verify / reconcile; run it with writers stopped). */
-export async function checkStateCounts(ctx: ServiceContext): Promise<StateCountCheck> {
-  const { exact } = await readStateCounts(ctx);
-  const recount = await recountStates(ctx);
+/** The counters of the layout's shards as read before a recount (compareStateCounts). */
+export interface CounterReading {
+  exact: boolean;
+  counts: Map<string, Record<VersionState, number>>;
+}
+
+const shardOfKey = (key: ItemKey) => key.PK.slice(STATE_COUNTS_PK.length);
+
+/** The counts of each of `shards` among `items` (a shard without a counter item: all 0). */
+function countsByShard(items: readonly Item[], shards: readonly string[]): Map<string, Record<VersionState, number>> {
+  const byPk = new Map(items.filter((i) => i.type === STATE_COUNTS_TYPE).map((i) => [i.PK, i]));
+  return new Map(shards.map((s) => [s, countsOf(byPk.get(stateCountsPk(s)))]));
+}
+
+/** Reads every counter of the layout, and whether they are exact (one batchGet): the "before" of a check. */
+export async function readCounterReading(ctx: ServiceContext): Promise<CounterReading> {
+  const keys = allStateCountKeys(ctx.layout.index_shards);
+  const items = await ctx.items.batchGet([{ ...INSTALLATION_KEY }, ...keys], { consistent: true });
+  const record = items.find((i) => i.PK === INSTALLATION_KEY.PK && i.SK === INSTALLATION_KEY.SK);
+  return { exact: stateCountsExact(record), counts: countsByShard(items, keys.map(shardOfKey)) };
+}
+
+const sameCounts = (a: Record<VersionState, number> | undefined, b: Record<VersionState, number> | undefined) =>
+  VERSION_STATES.every((s) => (a?.[s] ?? 0) === (b?.[s] ?? 0));
+
+/**
+ * Compares every counter with a recount taken after `before` was read. The counters are read again:
+ * had a state change committed during the recount, its counter would differ from `before` (a change
+ * that was undone on the same counter within the recount escapes this: check with writers stopped
+ * for a verdict that cannot be a race), and the check is `busy` rather than a mismatch.
+ */
+export async function compareStateCounts(
+  ctx: ServiceContext,
+  before: CounterReading,
+  recount: ReadonlyMap<string, Record<VersionState, number>>,
+): Promise<StateCountCheck> {
   // Every shard of the layout, and any a version names outside it (counted nowhere: a mismatch).
-  const shards = new Set([...allStateCountKeys(ctx.layout.index_shards).map((k) => k.PK.slice(STATE_COUNTS_PK.length)), ...recount.keys()]);
-  const stored = await ctx.items.batchGet([...shards].map(stateCountsKey));
+  const shards = [...new Set([...before.counts.keys(), ...recount.keys()])];
+  const after = countsByShard(await ctx.items.batchGet(shards.map(stateCountsKey), { consistent: true }), shards);
+  const moved = [...before.counts].some(([shard, counts]) => !sameCounts(counts, after.get(shard)));
   const mismatches: StateCountCheck['mismatches'] = [];
   for (const shard of shards) {
-    const item = stored.find((i) => i.PK === stateCountsPk(shard));
+    const counted = after.get(shard) ?? emptyCounts();
     const want = recount.get(shard) ?? emptyCounts();
     for (const state of VERSION_STATES) {
-      const counter = typeof item?.[state] === 'number' ? (item[state] as number) : 0;
-      if (counter !== want[state]) mismatches.push({ shard, state, counter, recount: want[state] });
+      if (counted[state] !== want[state]) mismatches.push({ shard, state, counter: counted[state], recount: want[state] });
     }
   }
-  return { exact, mismatches };
+  const status = !before.exact ? 'not_exact' : moved ? 'busy' : 'checked';
+  return { status, exact: before.exact, mismatches };
+}
+
+/** Compares every counter with a recount of the versions (reconcile runs it beside its own scan). */
+export async function checkStateCounts(ctx: ServiceContext): Promise<StateCountCheck> {
+  const before = await readCounterReading(ctx);
+  return compareStateCounts(ctx, before, await recountStates(ctx));
 }
 
 /** Counter items written per maintenance transaction (the rest of the 100 is the fence's checks). */
@@ -191,7 +259,7 @@ export async function backfillStateCounts(ctx: ServiceContext, epoch: number, ow
       const recount = await recountStates(ctx);
       const puts: TransactOp[] = allStateCountKeys(ctx.layout.index_shards).map((key) => ({
         op: 'put',
-        item: { ...key, type: TYPE, ...(recount.get(key.PK.slice(STATE_COUNTS_PK.length)) ?? emptyCounts()) },
+        item: { ...key, type: STATE_COUNTS_TYPE, ...(recount.get(shardOfKey(key)) ?? emptyCounts()) },
       }));
       for (let i = 0; i < puts.length; i += BACKFILL_CHUNK) await m.commit(puts.slice(i, i + BACKFILL_CHUNK));
       await m.commit([markStateCountsExactOp()]);

@@ -12,6 +12,7 @@ import { forEachLimited } from '../core/limit.ts';
 import { IMMUTABLE_PREFIXES } from '../core/object-keys.ts';
 import { provenanceArtifactId, publishProvenanceDocument } from '../lifecycle/provenance.ts';
 import { type ObjectRef, refsOfItem } from '../lifecycle/references.ts';
+import { StateRecount } from '../lifecycle/state-counts.ts';
 import { type Progress, type VerifyReport, verifyObjects } from '../lifecycle/verify-content.ts';
 import type { ItemKey } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
@@ -95,16 +96,19 @@ export class IdSet {
 export interface TableScan {
   refs: ObjectSet;
   artifacts: IdSet;
+  /** The versions recounted by state (lifecycle/state-counts.ts), for the counters' check. */
+  states: StateRecount;
   conflicts: number;
   itemCount: number;
   close(): void;
 }
 
-/** One pass over the base table: references (a key named with two digests is a conflict), artifacts, item count. */
+/** One pass over the base table: references (a key named with two digests is a conflict), artifacts, versions per state, item count. */
 export async function scanBaseTable(ctx: ServiceContext, bar: Progress, findings: FindingList): Promise<TableScan> {
   const out: TableScan = {
     refs: new ObjectSet('reconcile-refs'),
     artifacts: new IdSet(),
+    states: new StateRecount(),
     conflicts: 0,
     itemCount: 0,
     close: () => {
@@ -118,6 +122,7 @@ export async function scanBaseTable(ctx: ServiceContext, bar: Progress, findings
       const page = await ctx.items.scan(cursor ? { cursor } : {});
       out.itemCount += page.items.length;
       out.artifacts.add(page.items.filter((i) => i.PK.startsWith('ART#')).map((i) => i.PK.slice('ART#'.length)));
+      out.states.add(page.items);
       for (const { ref: r, seen } of out.refs.add(page.items.flatMap(refsOfItem))) {
         out.conflicts++;
         findings.push({

@@ -4,6 +4,9 @@
  * - every object the items name (references.ts refsOfItem over a full scan of the base table) exists
  *   and re-hashes to its digest (verify-content.ts verifyObjects: streaming, verified reads);
  * - every artifact's audit chain verifies (audit/verify.ts verifyArtifactAudit);
+ * - the per-state version counters equal a recount of the versions the same scan read
+ *   (lifecycle/state-counts.ts compareStateCounts): a drifted counter is a finding; counters that moved
+ *   during the scan (writers active) are reported `busy`, not judged;
  * - objects under artifacts/, executions/ and archive/ that no item names are listed as unexpected
  *   (report only: orphans of interrupted writes are normal, and only retention may reclaim them);
  * - for a held restore: the restore completed (RESTORED). When it did not, the backup is read to
@@ -24,6 +27,7 @@ import { ConditionFailed, Conflict, Forbidden, IntegrityError, MaintenanceInProg
 import { newId } from '../core/ids.ts';
 import { reconcileKey, restorePk } from '../core/keys.ts';
 import type { Principal } from '../lifecycle/model.ts';
+import { compareStateCounts, readCounterReading, type StateCountCheck, stateCountsKey } from '../lifecycle/state-counts.ts';
 import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, fenceCheck } from '../system/fence.ts';
@@ -62,6 +66,8 @@ export interface ReconcileReport {
   derived: { checked: number; mismatched: number };
   audit: { artifacts: number; entries: number; broken: number; findings: number };
   unexpected: { count: number };
+  /** The state counters' check (`mismatches`: how many shard × state counts differ from the recount). */
+  state_counts: { status: StateCountCheck['status']; mismatches: number };
   restore: RestoreSummary;
   /**
    * The findings in order, at most MAX_REPORTED_FINDINGS of them (bounded memory: a flood of missing
@@ -101,8 +107,11 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
   const findings = new FindingList();
   findings.push(...preconditionFindings(Boolean(installation), held));
 
+  const countersBefore = await readCounterReading(ctx);
   const scan = await scanBaseTable(ctx, progress('scan'), findings);
   try {
+    const counts = await compareStateCounts(ctx, countersBefore, scan.states.byShard);
+    findings.push(...stateCountFindings(counts));
     const restoreSummary = await checkHeldRestore(ctx, held?.record, scan.refs, findings);
     const concurrency = Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY);
     // Objects and audit chains are verified side by side: the chains' reads fill the objects' I/O waits.
@@ -147,6 +156,7 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
       derived: { checked: objects.derivedChecked, mismatched: objects.derivedMismatched },
       audit: { artifacts: scan.artifacts.count, ...audit },
       unexpected: { count: unexpected },
+      state_counts: { status: counts.status, mismatches: counts.mismatches.length },
       restore: restoreSummary,
       findings: findings.kept,
       findings_total: findings.total,
@@ -160,6 +170,17 @@ export async function reconcile(ctx: ServiceContext, opts: ReconcileOptions): Pr
 }
 
 type Held = Awaited<ReturnType<typeof heldRestore>>;
+
+/** A counter that differs from the recount, when the check could judge (exact counters, writers quiet). */
+function stateCountFindings(check: StateCountCheck): ReconcileFinding[] {
+  if (check.status !== 'checked') return [];
+  return check.mismatches.map((m) => ({
+    kind: 'item',
+    problem: 'count_mismatch',
+    row: `${stateCountsKey(m.shard).PK} ${stateCountsKey(m.shard).SK}`,
+    detail: `the counter says ${m.counter} ${m.state} version(s), the versions recount to ${m.recount}`,
+  }));
+}
 
 /** No installation record, or a held restore without its record: findings before anything is read. */
 function preconditionFindings(hasInstallation: boolean, held: Held): ReconcileFinding[] {
