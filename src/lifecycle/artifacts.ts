@@ -1,13 +1,11 @@
 /**
  * Artifacts and versions: creation (content, then metadata snapshot, then one transaction holding the
- * version item, the HEAD and the creation transition), verified reads, listings.
+ * version item, the HEAD, the creation transition and both objects' reference-index entries), verified
+ * reads, listings.
  */
 import type { Readable } from 'node:stream';
 import { commitAudited, readHead, runAudited } from '../audit/chain.ts';
 import { type Policy, policyOf } from '../audit/policy.ts';
-import type { Body, StagedObject } from '../content/content-store.ts';
-import { canonicalJson } from '../core/canonical-json.ts';
-import type { Digest } from '../core/digest.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import {
@@ -16,14 +14,12 @@ import {
   createdGsiSk,
   HEAD_SK,
   indexPartitions,
-  indexShard,
   NAME_SK,
   nameGsiPk,
   stateGsiPk,
   versionIndexShard,
-  versionSk,
 } from '../core/keys.ts';
-import { contentKey, metadataKey, validateFilename } from '../core/object-keys.ts';
+import { contentKey, validateFilename } from '../core/object-keys.ts';
 import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import { getListed, queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
@@ -34,16 +30,10 @@ import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { versionCreationOps } from './state-counts.ts';
 import { isVersionState, VERSION_STATES, type VersionState } from './state-machine.ts';
 import { validateKind, validateLabels, validateName, validateQuorum, validateVersionNumber } from './validation.ts';
+import { type ContentInput, storeVersionContent } from './version-content.ts';
 import { latestVersion, listVersions, readVersion, transitionDraft, versionView } from './versions.ts';
 
-export interface ContentInput {
-  filename: string;
-  body: Body;
-  expectedDigest?: Digest | undefined;
-  maxBytes?: number | undefined;
-  /** The body's declared size, when known (a file, a Content-Length): the S3 engine sizes its parts by it. */
-  size?: number | undefined;
-}
+export type { ContentInput } from './version-content.ts';
 
 export interface CreateArtifactInput extends ContentInput {
   name: string;
@@ -67,7 +57,7 @@ export async function createArtifact(
   opts: CreateOptions = {},
 ): Promise<{ head: HeadItem; version: VersionItem }> {
   assertActor('createArtifact', actor);
-  const { head, version, creation } = await prepareNewArtifact(ctx, actor, input, opts);
+  const { head, version, creation, indexOps } = await prepareNewArtifact(ctx, actor, input, opts);
   await commitAudited(
     ctx,
     {},
@@ -77,6 +67,7 @@ export async function createArtifact(
         ...versionCreationOps(version),
         { op: 'put', item: nameItem(head), condition: cond.notExists() },
         ...(opts.extraOps?.(version) ?? []),
+        ...indexOps,
       ],
       published: [version.content_key, version.metadata_key],
     },
@@ -84,13 +75,16 @@ export async function createArtifact(
   return { head, version };
 }
 
-/** Stores version 1's content and metadata; the caller commits the returned items (compensation). */
+/**
+ * Stores version 1's content and metadata; the caller commits the returned items and `indexOps` (the
+ * objects' reference-index entries) in one transaction (compensation).
+ */
 export async function prepareNewArtifact(
   ctx: ServiceContext,
   actor: Principal,
   input: CreateArtifactInput,
   opts: CreateOptions = {},
-): Promise<{ head: HeadItem; version: VersionItem; creation: ReturnType<typeof creationTransition> }> {
+): Promise<{ head: HeadItem; version: VersionItem; creation: ReturnType<typeof creationTransition>; indexOps: TransactOp[] }> {
   const name = validateName(input.name);
   const kind = validateKind(input.kind ?? 'file');
   const labels = validateLabels(input.labels ?? {});
@@ -100,9 +94,19 @@ export async function prepareNewArtifact(
   await assertNotFenced(ctx, { kind: 'artifacts', ids: [artifactId] });
   const createdAt = ctx.clock.now().toISOString();
   const key = opts.contentKeyFor ? opts.contentKeyFor(artifactId) : contentKey(artifactId, 1, filename);
-  const version = await storeVersionContent(ctx, actor, { artifactId, version: 1, name, kind, labels, filename, key, createdAt, input });
+  const { version, indexOps } = await storeVersionContent(ctx, actor, {
+    artifactId,
+    version: 1,
+    name,
+    kind,
+    labels,
+    filename,
+    key,
+    createdAt,
+    input,
+  });
   const head = newHeadItem({ artifactId, name, kind, labels, quorum, createdAt, actor, extra: opts.headExtra });
-  return { head, version, creation: creationTransition(version, actor, policyOf(head)) };
+  return { head, version, creation: creationTransition(version, actor, policyOf(head)), indexOps };
 }
 
 function newHeadItem(a: {
@@ -151,7 +155,7 @@ export async function addVersion(
   const number = await reserveVersionNumber(ctx, artifactId);
   const createdAt = ctx.clock.now().toISOString();
   const key = contentKey(artifactId, number, filename);
-  const version = await storeVersionContent(ctx, actor, {
+  const { version, indexOps } = await storeVersionContent(ctx, actor, {
     artifactId,
     version: number,
     name: head.name,
@@ -167,7 +171,7 @@ export async function addVersion(
     return {
       // The policy as the HEAD stands now is chained with every version (audit/policy.ts).
       chains: [{ artifactId, entries: [creationTransition(version, actor, policyOf(heads[artifactId] as HeadItem))] }],
-      ops: [...versionCreationOps(version), ...(opts.extraOps?.(version) ?? [])],
+      ops: [...versionCreationOps(version), ...(opts.extraOps?.(version) ?? []), ...indexOps],
       published: [version.content_key, version.metadata_key],
     };
   });
@@ -202,73 +206,6 @@ async function reserveVersionNumber(ctx: ServiceContext, artifactId: string): Pr
     }
   }
   throw new Conflict(`artifact ${artifactId} is busy: too many concurrent new versions, retry`);
-}
-
-interface StoreVersionArgs {
-  artifactId: string;
-  version: number;
-  name: string;
-  kind: string;
-  labels: Record<string, string>;
-  filename: string;
-  key: string;
-  createdAt: string;
-  input: ContentInput;
-}
-
-/** Writes the content, then the metadata snapshot; returns the version item to commit. */
-async function storeVersionContent(ctx: ServiceContext, actor: Principal, a: StoreVersionArgs): Promise<VersionItem> {
-  // Content and its metadata snapshot are staged, then made durable together (their fsyncs overlap).
-  const put = await ctx.content.stage(a.key, a.input.body, {
-    ...(a.input.expectedDigest ? { expectedDigest: a.input.expectedDigest } : {}),
-    ...(a.input.maxBytes !== undefined ? { maxBytes: a.input.maxBytes } : {}),
-    ...(a.input.size !== undefined ? { sizeHint: a.input.size } : {}),
-  });
-  const metaKey = metadataKey(a.artifactId, a.version);
-  const snapshot = {
-    artifact_id: a.artifactId,
-    version: a.version,
-    name: a.name,
-    kind: a.kind,
-    labels: a.labels,
-    filename: a.filename,
-    content_key: a.key,
-    content_hash: put.digest,
-    size: put.size,
-    created_at: a.createdAt,
-    created_by: actor,
-  };
-  let meta: StagedObject | undefined;
-  try {
-    meta = await ctx.content.stage(metaKey, [Buffer.from(`${canonicalJson(snapshot)}\n`)]);
-    await ctx.content.publish([put, meta]);
-  } catch (e) {
-    await ctx.content.discard(meta ? [put, meta] : [put]).catch(() => {});
-    throw e;
-  }
-  return {
-    PK: artifactPk(a.artifactId),
-    SK: versionSk(a.version),
-    GSI1PK: stateGsiPk('DRAFT', indexShard(a.artifactId, ctx.layout.index_shards)),
-    GSI1SK: createdGsiSk(a.createdAt, a.artifactId),
-    type: 'version',
-    artifact_id: a.artifactId,
-    version: a.version,
-    state: 'DRAFT',
-    name: a.name,
-    kind: a.kind,
-    filename: a.filename,
-    content_key: a.key,
-    content_hash: put.digest,
-    size: put.size,
-    metadata_key: metaKey,
-    metadata_hash: meta.digest,
-    created_at: a.createdAt,
-    created_by: actor,
-    state_changed_at: a.createdAt,
-    row_version: 1,
-    proposal_round: 0,
-  };
 }
 
 /**

@@ -154,6 +154,7 @@ async function compensateReserved(
         ...plan.ops,
         ...versionCreationOps(prepared.version),
         { op: 'put', item: nameItem(prepared.head), condition: cond.notExists() },
+        ...prepared.indexOps,
       ]),
       published: [prepared.version.content_key, prepared.version.metadata_key],
     };

@@ -13,6 +13,14 @@
  *
  * - put: as above; `repair` (restore) writes are indexed like any other.
  * - stage/publish: scanned during stage, written after publish succeeded; discard forgets.
+ * - stage/publish of objects a transaction then makes referenced (a version's content and
+ *   metadata.json: lifecycle/artifacts.ts): the caller claims the entries before publishing
+ *   (claimRefIndexOps) and commits them as ops of that transaction, so they cost no commit of their own
+ *   and exist exactly when the version does. Publish writes no entry for a claimed object; a
+ *   transaction that fails leaves none (the object is an unreferenced orphan without an entry:
+ *   retention scans its bytes). The op puts the item `items.put` would write (bounded by
+ *   MAX_INDEXED_DIGESTS: ~0.2 MB at most, a valid transaction item on every engine, two well under the
+ *   4 MB a transaction holds), so it is never what makes the version's transaction fail.
  * - copy (archive copies, server-side on S3, never read back): the source's entry is copied to the
  *   target when it is well-formed and has the digest and size of the copy; otherwise none.
  * - delete (retention's purge): the entry is deleted after the object was.
@@ -27,7 +35,7 @@ import type { Body, ContentStore, PutOptions, PutResult, StagedObject } from '..
 import type { Clock } from '../core/clock.ts';
 import { ReferenceScanner } from '../core/digest-scan.ts';
 import { HISTORY_SEGMENT_PREFIX, IMMUTABLE_PREFIXES, MUTABLE_PREFIXES } from '../core/object-keys.ts';
-import type { ItemStore } from '../store/item-store.ts';
+import type { ItemStore, TransactOp } from '../store/item-store.ts';
 import type { Layout } from './layout.ts';
 import {
   contentRootId,
@@ -42,6 +50,7 @@ import {
 
 const INDEXED_PREFIXES: readonly string[] = [...IMMUTABLE_PREFIXES, HISTORY_SEGMENT_PREFIX, ...MUTABLE_PREFIXES];
 const INNER = Symbol('alp.indexedContent.inner');
+const INDEXER = Symbol('alp.indexedContent.indexer');
 
 /** Whether writes at `key` are indexed. */
 export function isIndexedKey(key: string): boolean {
@@ -153,6 +162,22 @@ class Indexer {
     }
   }
 
+  /** See claimRefIndexOps. Forgets the scans at once (before its first await): publish writes none of them. */
+  async claim(staged: readonly StagedObject[]): Promise<TransactOp[]> {
+    const scans = staged.map((s) => this.staged.get(s));
+    for (const s of staged) this.staged.delete(s);
+    const found = await Promise.all(scans);
+    const root = this.root;
+    const shards = this.shards();
+    return staged.flatMap((s, i): TransactOp[] => {
+      const entry = found[i];
+      if (entry) return [{ op: 'put', item: refIndexItem(root, shards, entry) }];
+      // Not staged here (a key outside the indexed prefixes), or a create-only key: nothing to undo.
+      if (!scans[i] || isCreateOnly(s.key)) return [];
+      return [{ op: 'delete', key: refIndexKey(root, s.key, shards) }];
+    });
+  }
+
   async discard(staged: StagedObject[]): Promise<void> {
     for (const s of staged) this.staged.delete(s);
     await this.inner.discard(staged);
@@ -199,6 +224,19 @@ function isCreateOnly(key: string): boolean {
   return !MUTABLE_PREFIXES.some((p) => key.startsWith(p));
 }
 
+/**
+ * The reference-index ops of staged objects, for a caller that commits them in its own transaction
+ * (see the module comment): a put of the entry for each object whose scan finished, nothing for one
+ * whose scan did not (a create-only key) or a delete of the stale entry (a mutable key). Call it
+ * after staging and before `publish`, which then writes no entry for these objects; add the ops to
+ * the transaction only when `publish` succeeded. Never rejects. A store that is not indexed: none.
+ */
+export function claimRefIndexOps(content: ContentStore, staged: readonly StagedObject[]): Promise<TransactOp[]> {
+  const indexer = (content as { [INDEXER]?: Indexer })[INDEXER];
+  // A failure here only costs the entries (then: scan the bytes), never the caller's write.
+  return indexer ? indexer.claim(staged).catch(() => []) : Promise.resolve([]);
+}
+
 const OVERRIDDEN = new Set<PropertyKey>(['put', 'stage', 'publish', 'discard', 'copy', 'delete']);
 
 /**
@@ -227,6 +265,7 @@ export function indexedContent(content: ContentStore, items: ItemStore, layout: 
     },
     get(target, prop) {
       if (prop === INNER) return target;
+      if (prop === INDEXER) return indexer;
       if (assigned.has(prop)) return assigned.get(prop);
       if (OVERRIDDEN.has(prop)) {
         const method = indexer[prop as 'put'] as (...a: unknown[]) => unknown;

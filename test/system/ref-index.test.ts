@@ -3,7 +3,8 @@
  * profiles (SQLite + directory, DynamoDB Local + s3rver): every write path that stores an object under
  * an indexed prefix leaves an entry with the object's digest and size and exactly the digests its bytes
  * hold (what the retention scan's scanForDigests finds in them); no entry for a write that failed, for
- * a scan that could not finish, or when the entry write itself failed (the object stays).
+ * a scan that could not finish, or when the entry write itself failed (the object stays). A version's
+ * entries are ops of its own transaction: there once the creation returned, absent when it failed.
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
@@ -13,14 +14,22 @@ import { compactHistory } from '../../src/audit/compaction.ts';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { sha256 } from '../../src/core/digest.ts';
 import { scanForDigests } from '../../src/core/digest-scan.ts';
-import { IntegrityError, TooLarge } from '../../src/core/errors.ts';
+import { IntegrityError, MaintenanceInProgress, TooLarge } from '../../src/core/errors.ts';
 import { archiveArtifact } from '../../src/lifecycle/archive.ts';
-import { createArtifact } from '../../src/lifecycle/artifacts.ts';
+import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { compensate } from '../../src/lifecycle/compensation.ts';
 import { addProvenance } from '../../src/lifecycle/provenance.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
+import { clearFenceForTest, plantFenceForTest } from '../../src/system/fence.ts';
 import { indexedContent, innerContent } from '../../src/system/indexed-content.ts';
-import { contentRootId, entryOf, MAX_INDEXED_DIGESTS, type RefIndexEntry, refIndexKey } from '../../src/system/ref-index.ts';
+import {
+  contentRootId,
+  entryOf,
+  MAX_INDEXED_DIGESTS,
+  REF_INDEX_TYPE,
+  type RefIndexEntry,
+  refIndexKey,
+} from '../../src/system/ref-index.ts';
 import { FaultPlan, FaultyItemStore } from '../faults/faulty-stores.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
@@ -42,6 +51,14 @@ function indexed<T extends ServiceContext>(ctx: T): T {
 async function entry(ctx: ServiceContext, key: string): Promise<RefIndexEntry | undefined> {
   const root = contentRootId(ctx.content.location);
   return entryOf(await ctx.items.get(refIndexKey(root, key, ctx.layout.index_shards), { consistent: true }));
+}
+
+const isEntry = (item: unknown) => (item as { type?: string }).type === REF_INDEX_TYPE;
+
+async function keysUnder(ctx: ServiceContext, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const o of ctx.content.list(prefix)) keys.push(o.key);
+  return keys;
 }
 
 /** The entry of `key` says exactly what its bytes say (digest, size, the digests scanForDigests finds). */
@@ -235,21 +252,61 @@ for (const [profile, open] of PROFILES) {
         assert.ok(plan.fired.length >= 1, 'the entry write failed');
         assert.deepEqual(await collect(await ctx.content.get(key, put.digest)), bytes);
         assert.equal(await entry(ctx, key), undefined);
+      } finally {
+        await close();
+      }
+    });
 
-        // A creation publishes content and metadata.json together and writes both entries at once.
-        plan.arm([
-          {
-            store: 'items',
-            method: 'batchPut',
-            when: (args) => (args[0] as Array<{ type?: string }>).some((i) => i.type === 'ref_index'),
-            kind: 'THROTTLED',
-          },
+    test("a version's entries are written by its own transaction: present once createArtifact / addVersion returned, with no entry write of their own", async () => {
+      const { ctx, close } = await open();
+      try {
+        // Every entry write outside a transaction fails: the creations' entries cannot come from one.
+        const plan = new FaultPlan([
+          { store: 'items', method: 'put', when: (args) => isEntry(args[0]), kind: 'EIO', times: 100 },
+          { store: 'items', method: 'batchPut', when: (args) => (args[0] as unknown[]).some(isEntry), kind: 'EIO', times: 100 },
         ]);
-        const { version } = await createArtifact(faulty, agent, { name: 'f', filename: 'f.txt', body: bytesOf('fine') });
-        assert.equal(plan.fired.length, 1);
-        assert.deepEqual(await collect(await ctx.content.get(version.content_key, version.content_hash)), Buffer.from('fine'));
-        assert.equal(await entry(ctx, version.content_key), undefined);
-        assert.equal(await entry(ctx, version.metadata_key), undefined);
+        const faulty = { ...ctx, items: new FaultyItemStore(ctx.items, plan) };
+        faulty.content = indexedContent(ctx.content, faulty.items, ctx.layout, ctx.clock);
+        const d = digestOf('named');
+        const { version: v1 } = await createArtifact(faulty, agent, { name: 'tx', filename: 'a.txt', body: bytesOf(`a ${d}`) });
+        const v2 = await addVersion(faulty, agent, v1.artifact_id, { filename: 'b.txt', body: bytesOf(`b ${v1.content_hash}`) });
+        assert.deepEqual(plan.fired, [], 'no entry was written outside the transactions');
+        assert.deepEqual((await assertIndexed(ctx, v1.content_key, v1.content_hash)).digests, [d]);
+        assert.deepEqual((await assertIndexed(ctx, v2.content_key, v2.content_hash)).digests, [v1.content_hash]);
+        for (const v of [v1, v2]) assert.ok((await assertIndexed(ctx, v.metadata_key, v.metadata_hash)).digests.includes(v.content_hash));
+      } finally {
+        await close();
+      }
+    });
+
+    test('a creation whose transaction fails leaves its objects without entries (orphans retention scans)', async () => {
+      const { ctx, close } = await open();
+      try {
+        const { version: v1 } = await createArtifact(ctx, agent, { name: 'base', filename: 'a.txt', body: bytesOf('a') });
+        // The maintenance fence is taken while the body streams: past createArtifact's early check,
+        // so the bytes are written and published and the version's transaction is refused.
+        const fencedWhileStreaming = (text: string) =>
+          (async function* () {
+            yield Buffer.from(text);
+            await plantFenceForTest(ctx, { holder: 'test maintenance', epoch: 1 });
+          })();
+        const before = new Set(await keysUnder(ctx, 'artifacts/'));
+        await assert.rejects(
+          createArtifact(ctx, agent, { name: 'fenced', filename: 'f.txt', body: fencedWhileStreaming(`f ${v1.content_hash}`) }),
+          MaintenanceInProgress,
+        );
+        await clearFenceForTest(ctx);
+        await assert.rejects(
+          addVersion(ctx, agent, v1.artifact_id, { filename: 'g.txt', body: fencedWhileStreaming(`g ${v1.content_hash}`) }),
+          MaintenanceInProgress,
+        );
+        await clearFenceForTest(ctx);
+        const orphans = (await keysUnder(ctx, 'artifacts/')).filter((k) => !before.has(k));
+        assert.equal(orphans.length, 4, 'content and metadata.json of both refused versions were published');
+        for (const key of orphans) assert.equal(await entry(ctx, key), undefined, `no entry for ${key}`);
+        // A version committed afterwards on the same store still gets its entries.
+        const v2 = await addVersion(ctx, agent, v1.artifact_id, { filename: 'h.txt', body: bytesOf('h') });
+        await assertIndexed(ctx, v2.content_key, v2.content_hash);
       } finally {
         await close();
       }
