@@ -29,6 +29,7 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'exec start': 'startExecution',
   'exec upload': 'uploadOutput',
   'exec finish': 'finishExecution',
+  'exec run': 'startExecution',
   'exec show': 'read',
   compensate: 'compensate',
 

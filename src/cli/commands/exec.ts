@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
 import { parseDigest } from '../../core/digest.ts';
 import { UsageError } from '../../core/errors.ts';
-import { headView } from '../../lifecycle/artifacts.ts';
+import { headView, showArtifact } from '../../lifecycle/artifacts.ts';
 import { compensate } from '../../lifecycle/compensation.ts';
 import { executionView, finishExecution, readExecution, startExecution, uploadOutput } from '../../lifecycle/executions.ts';
 import { versionView } from '../../lifecycle/versions.ts';
+import { type ExecRunLifecycle, execRun } from '../exec-run.ts';
 import { openInputFile } from '../files.ts';
-import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { actingPrincipal, output, parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
 
 export function registerExecCommands(program: Command): void {
   const exec = program.command('exec').description('executions: start, upload outputs, finish');
@@ -51,6 +52,31 @@ export function registerExecCommands(program: Command): void {
       }),
     );
   exec
+    .command('run <id> <command...>')
+    .description('start a run of the APPROVED version, run the command (after --), record its logs and outcome; exits with its exit code')
+    .option('--version <n>', 'version (default: the APPROVED one)')
+    .option('--output-json <file>', 'once the command exited, record this file as the run’s output.json')
+    .action(async (id: string, command: string[], o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const json = rt.opts.json === true;
+        const r = await execRun(await localLifecycle(rt), {
+          artifactId: id,
+          version: parseIntOption('--version', o.version, { min: 1 }),
+          outputJson: o.outputJson,
+          command,
+          // With --json stdout is the one result document: the command's output is echoed on stderr.
+          echo: { stdout: json ? process.stderr : process.stdout, stderr: process.stderr },
+          note: (line) => process.stderr.write(`alp exec run: ${line}\n`),
+        });
+        const e = r.execution;
+        output(rt.opts, { ...e, ...(r.outcome.signal ? { signal: r.outcome.signal } : {}) }, () => []);
+        if (!json) process.stderr.write(`alp exec run: run ${String(e.run_id)} ${String(e.status)} (exit ${String(e.exit_code)})\n`);
+        // The run is recorded: an output that could not be is this command's error, else it exits as the command did.
+        if (r.uploadErrors[0]) throw r.uploadErrors[0];
+        process.exitCode = r.outcome.exitCode;
+      }),
+    );
+  exec
     .command('show <run>')
     .description('an execution and its outputs')
     .action(async (run: string, _o, cmd: Command) =>
@@ -60,6 +86,29 @@ export function registerExecCommands(program: Command): void {
       }),
     );
 
+  registerCompensate(program);
+}
+
+/** What `exec run` does to the lifecycle, on this installation: what exec start, upload and finish call. */
+async function localLifecycle(rt: Runtime): Promise<ExecRunLifecycle> {
+  const actor = await actingPrincipal(rt);
+  return {
+    chooseVersion: async (id) => {
+      const { versions } = await showArtifact(rt.ctx, id);
+      const v = versions.findLast((x) => x.state === 'APPROVED') ?? versions.at(-1);
+      if (!v) throw new UsageError(`artifact ${id} has no versions`);
+      return { version: v.version, state: v.state };
+    },
+    start: async (id, version) => (await startExecution(rt.ctx, actor, id, version)).run_id,
+    upload: async (run, name, file) => {
+      const { body, size } = await openInputFile(file, name);
+      await uploadOutput(rt.ctx, actor, run, name, body, { size });
+    },
+    finish: async (run, status, exitCode) => executionView(await finishExecution(rt.ctx, actor, run, { status, exitCode })),
+  };
+}
+
+function registerCompensate(program: Command): void {
   program
     .command('compensate <id>')
     .description('create the compensation (rollback) artifact of an EXECUTED or FAILED version')
