@@ -34,12 +34,18 @@ import {
   operator,
   verifiedRestore,
 } from './retention-setup.ts';
-import { benchDir, fmt, header, row, timed } from './util.ts';
+import { benchDir, fmt, goal, header, row, timed } from './util.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 /** New objects added before each growth plan, in % of the objects so far. */
 const GROWTH_PCTS = [1, 5, 10, 25];
 const GROWTH_TRIES = 4;
+/**
+ * The cases of a size, all by default; ALP_BENCH_RETENTION_CASES=first,second (any of first, second,
+ * growth, backfill, fence) runs only those (to iterate on one figure; the ratio rows need first and second).
+ */
+const CASES = process.env.ALP_BENCH_RETENTION_CASES?.split(',').map((c) => c.trim());
+const runs = (c: 'first' | 'second' | 'growth' | 'backfill' | 'fence') => !CASES || CASES.includes(c);
 
 interface PlanFigures {
   ms: number;
@@ -197,6 +203,50 @@ async function fenceFigures(inst: BenchInstallation, results: Record<string, num
   results[`${label}_fence_first_ms`] = first.result.fence_ms;
 }
 
+/**
+ * Each step adds pct % of the objects so far, then plans (best of GROWTH_TRIES from the same cache), then
+ * plans again with nothing new at the same size: the difference is what the new objects cost (the rest
+ * of a plan grows with the installation, like the registry's: it lists everything).
+ */
+async function growthFigures(
+  inst: BenchInstallation,
+  results: Record<string, number>,
+  label: string,
+): Promise<ReturnType<typeof linearFit>> {
+  const points: Array<{ x: number; y: number }> = [];
+  for (const pct of GROWTH_PCTS) {
+    const extra = Math.max(4, Math.round((inst.objects * pct) / 100));
+    await addObjects(inst, extra, `plus${pct}`);
+    // Best of four each: a step's signal at 20,000 objects (+1 %: about 20 ms) is below one plan's noise.
+    const p = await planBestFromSameCache(inst, GROWTH_TRIES);
+    const settled = await planBestFromSameCache(inst, GROWTH_TRIES);
+    results[`${label}_plus${pct}_ms`] = p.ms;
+    points.push({ x: extra, y: p.ms - settled.ms });
+    planRow(
+      `plan after +${pct} % new objects (${fmt(extra)}; best of ${GROWTH_TRIES})`,
+      p,
+      `${fmt(p.ms - settled.ms, 0)} ms over the plan with nothing new at this size (${s3(settled.ms)})`,
+    );
+  }
+  const fit = linearFit(points);
+  results[`${label}_slope_ms`] = fit.slope;
+  results[`${label}_r2`] = fit.r2;
+  return fit;
+}
+
+/** The backfill case: every index entry deleted (objects written before the index existed), no plan cache. */
+async function backfillFigures(inst: BenchInstallation): Promise<PlanFigures> {
+  const dropped = await dropReferenceIndex(inst);
+  // Objects written before the index existed come with no plan cache either (an entry's delete is not in the change log).
+  const cacheFile = await cacheFileOf(inst);
+  if (cacheFile) await fsp.rm(cacheFile, { force: true });
+  const backfill = await planOnce(inst);
+  planRow('backfill: plan with no index entries (pre-index objects)', backfill, `${fmt(dropped)} entries deleted first`);
+  const after = await planOnce(inst);
+  planRow('plan after the backfill', after);
+  return backfill;
+}
+
 async function benchSize(n: number, results: Record<string, number>): Promise<void> {
   const label = String(n);
   header(
@@ -211,58 +261,43 @@ async function benchSize(n: number, results: Record<string, number>): Promise<vo
       `${fmt(setup.ms / 1000, 1)} s`,
       `${fmt(n / 4)} versions + ${fmt(n / 2)} orphans`,
     );
-    const first = await wholePlanTwice(inst);
-    planRow('first plan (no cache; best of 2)', first);
-    const second = await planBestFromSameCache(inst);
-    planRow('second plan (nothing new; best of 2)', second);
-    // Each step adds pct % of the objects so far, then plans (best of two from the same cache), then
-    // plans again with nothing new at the same size: the difference is what the new objects cost
-    // (the rest of a plan grows with the installation, like the registry's: it lists everything).
-    const points: Array<{ x: number; y: number }> = [];
-    const grown: Record<number, PlanFigures> = {};
-    for (const pct of GROWTH_PCTS) {
-      const extra = Math.max(4, Math.round((inst.objects * pct) / 100));
-      await addObjects(inst, extra, `plus${pct}`);
-      // Best of four each: a step's signal at 20,000 objects (+1 %: about 20 ms) is below one plan's noise.
-      const p = await planBestFromSameCache(inst, GROWTH_TRIES);
-      const settled = await planBestFromSameCache(inst, GROWTH_TRIES);
-      grown[pct] = p;
-      points.push({ x: extra, y: p.ms - settled.ms });
-      planRow(
-        `plan after +${pct} % new objects (${fmt(extra)}; best of ${GROWTH_TRIES})`,
-        p,
-        `${fmt(p.ms - settled.ms, 0)} ms over the plan with nothing new at this size (${s3(settled.ms)})`,
-      );
-    }
-    const dropped = await dropReferenceIndex(inst);
-    // Objects written before the index existed come with no plan cache either (an entry's delete is not in the change log).
-    const cacheFile = await cacheFileOf(inst);
-    if (cacheFile) await fsp.rm(cacheFile, { force: true });
-    const backfill = await planOnce(inst);
-    planRow('backfill: plan with no index entries (pre-index objects)', backfill, `${fmt(dropped)} entries deleted first`);
-    const after = await planOnce(inst);
-    planRow('plan after the backfill', after);
+    const first = runs('first') ? await wholePlanTwice(inst) : undefined;
+    if (first) planRow('first plan (no cache; best of 2)', first);
+    const second = runs('second') ? await planBestFromSameCache(inst) : undefined;
+    if (second) planRow('second plan (nothing new; best of 2)', second);
+    const fit = runs('growth') ? await growthFigures(inst, results, label) : undefined;
+    const backfill = runs('backfill') ? await backfillFigures(inst) : undefined;
     if (reg) {
-      row('second plan ÷ registry dry run', fmt(second.ms / reg.dryMs, 2), verdict(second.ms <= reg.dryMs, '≤ 1'));
-      row('first plan ÷ registry dry run', fmt(first.ms / reg.dryMs, 2), verdict(first.ms <= 2 * reg.dryMs, '≤ 2'));
-      row('backfill plan ÷ registry dry run', fmt(backfill.ms / reg.dryMs, 2), '(no goal: the one-off index build)');
+      const reference = `registry garbage-collect --dry-run ${s3(reg.dryMs)}`;
+      if (second)
+        goal({
+          workload: `retention second plan (nothing new), ${fmt(n)} objects`,
+          goal: '≤ 1× the registry dry run',
+          measured: `${s3(second.ms)} = ${fmt(second.ms / reg.dryMs, 2)}×`,
+          reference,
+          pass: second.ms <= reg.dryMs,
+        });
+      if (first)
+        goal({
+          workload: `retention first plan (no cache), ${fmt(n)} objects`,
+          goal: '≤ 2× the registry dry run',
+          measured: `${s3(first.ms)} = ${fmt(first.ms / reg.dryMs, 2)}×`,
+          reference,
+          pass: first.ms <= 2 * reg.dryMs,
+        });
+      if (backfill) row('backfill plan ÷ registry dry run', fmt(backfill.ms / reg.dryMs, 2), '(no goal: the one-off index build)');
       results[`${label}_registry_dry_ms`] = reg.dryMs;
     }
-    const fit = linearFit(points);
-    row(
-      'cost of new objects (least squares)',
-      `${fmt(fit.slope, 3)} ms/object`,
-      `intercept ${s3(fit.intercept)}, R² ${fmt(fit.r2, 3)} over the +${GROWTH_PCTS.join(' / +')} % steps; ${verdict(fit.r2 >= 0.9 && fit.slope > 0, 'linear: R² ≥ 0.9')}`,
-    );
-    Object.assign(results, {
-      [`${label}_first_ms`]: first.ms,
-      [`${label}_second_ms`]: second.ms,
-      ...Object.fromEntries(GROWTH_PCTS.map((pct) => [`${label}_plus${pct}_ms`, grown[pct]?.ms ?? Number.NaN])),
-      [`${label}_slope_ms`]: fit.slope,
-      [`${label}_r2`]: fit.r2,
-      [`${label}_backfill_ms`]: backfill.ms,
-    });
-    await fenceFigures(inst, results, label);
+    if (fit)
+      row(
+        'cost of new objects (least squares)',
+        `${fmt(fit.slope, 3)} ms/object`,
+        `intercept ${s3(fit.intercept)}, R² ${fmt(fit.r2, 3)} over the +${GROWTH_PCTS.join(' / +')} % steps; ${verdict(fit.r2 >= 0.9 && fit.slope > 0, 'linear: R² ≥ 0.9')}`,
+      );
+    if (first) results[`${label}_first_ms`] = first.ms;
+    if (second) results[`${label}_second_ms`] = second.ms;
+    if (backfill) results[`${label}_backfill_ms`] = backfill.ms;
+    if (runs('fence')) await fenceFigures(inst, results, label);
   } finally {
     await inst.close();
   }

@@ -20,43 +20,56 @@ const NOT_SUPERSEDED = `NOT EXISTS (SELECT 1 FROM sup_keys s JOIN objects c ON c
 const DIGEST_WHY = `'its digest is ' || (SELECT d.why FROM digests d WHERE d.digest = objects.digest)`;
 const STRICT_DIGEST_WHY = `'its digest is ' || (SELECT COALESCE(d.strict_why, d.why) FROM digests d WHERE d.digest = objects.digest)`;
 
-/** Applies every fresh reference to the listing; returns how many objects became referenced. */
+/**
+ * Applies every fresh reference to the listing; returns how many objects became referenced. The first
+ * round of a whole scan (Workset.wholeRound) applies every reference, none of which is marked.
+ */
 export function markFresh(ws: Workset): number {
   const db = ws.db;
-  return ws.tx(() => {
+  const whole = ws.wholeRound;
+  /** The fresh ones (`alias.fresh = 1`), or all of them in a whole round. */
+  const isFresh = (alias = '') => (whole ? '1' : `${alias}fresh = 1`);
+  /** Unmarks what a round applied (nothing is marked in a whole round). */
+  const unmark = (table: string) => {
+    if (!whole) db.exec(`UPDATE ${table} SET fresh = 0 WHERE fresh = 1`);
+  };
+  const marked = ws.tx(() => {
     let marked = 0;
     // A typed reference not satisfied by its own object (absent, or other bytes) names its digest.
     db.exec(`INSERT OR IGNORE INTO digests(digest, why)
       SELECT t.digest, t.why FROM typed t LEFT JOIN objects o ON o.key = t.key
-      WHERE t.fresh = 1 AND (o.key IS NULL OR o.digest IS NULL OR o.digest != t.digest)`);
-    db.exec('UPDATE typed SET fresh = 0 WHERE fresh = 1');
+      WHERE ${isFresh('t.')} AND (o.key IS NULL OR o.digest IS NULL OR o.digest != t.digest)`);
+    unmark('typed');
     marked += db
       .prepare(
         `UPDATE objects SET why = (SELECT k.why FROM keyrefs k WHERE k.key = objects.key)
-         WHERE why IS NULL AND key IN (SELECT key FROM keyrefs WHERE fresh = 1)`,
+         WHERE why IS NULL AND key IN (SELECT key FROM keyrefs WHERE ${isFresh()})`,
       )
       .run().changes;
-    db.exec('UPDATE keyrefs SET fresh = 0 WHERE fresh = 1');
+    unmark('keyrefs');
     const byPrefix = db.prepare('UPDATE objects SET why = ? WHERE why IS NULL AND key >= ? AND key < ?');
-    for (const p of db.prepare('SELECT prefix, why FROM prefixes WHERE fresh = 1').all() as Array<{ prefix: string; why: string }>) {
+    for (const p of db.prepare(`SELECT prefix, why FROM prefixes WHERE ${isFresh()}`).all() as Array<{ prefix: string; why: string }>) {
       marked += byPrefix.run(p.why, p.prefix, prefixEnd(p.prefix)).changes;
     }
-    db.exec('UPDATE prefixes SET fresh = 0 WHERE fresh = 1');
+    unmark('prefixes');
     marked += db
       .prepare(
         `UPDATE objects SET why = ${STRICT_DIGEST_WHY}
-         WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE fresh = 1 AND strict = 1)`,
+         WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE ${isFresh()} AND strict = 1)`,
       )
       .run().changes;
     marked += db
       .prepare(
         `UPDATE objects SET why = ${DIGEST_WHY}
-         WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE fresh = 1) AND ${NOT_SUPERSEDED}`,
+         WHERE why IS NULL AND digest IN (SELECT digest FROM digests WHERE ${isFresh()}) AND ${NOT_SUPERSEDED}`,
       )
       .run().changes;
-    db.exec('UPDATE digests SET fresh = 0 WHERE fresh = 1');
+    // In a whole round, the digests the typed references named above are marked: the next round applies them again (idempotent).
+    unmark('digests');
     return marked;
   });
+  ws.wholeRound = false;
+  return marked;
 }
 
 /**

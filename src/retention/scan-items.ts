@@ -41,9 +41,13 @@ export function stringsIn(value: unknown, visit: (s: string) => void): void {
   if (typeof value === 'string') visit(value);
   else if (Array.isArray(value)) for (const v of value) stringsIn(v, visit);
   else if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
+    // Object.keys, not entries: no array of pairs per object (the item pass walks every item).
+    const o = value as Record<string, unknown>;
+    for (const k of Object.keys(o)) {
       visit(k);
-      stringsIn(v, visit);
+      const v = o[k];
+      if (typeof v === 'string') visit(v);
+      else if (v && typeof v === 'object') stringsIn(v, visit);
     }
   }
 }
@@ -51,9 +55,12 @@ export function stringsIn(value: unknown, visit: (s: string) => void): void {
 /** The first characters of KEY_PREFIXES: a string starting with none of them names no key. */
 const KEY_INITIALS = new Set(KEY_PREFIXES.map((p) => p.charCodeAt(0)));
 const DIGEST_LENGTH = 'sha256:'.length + 64;
+/** Shorter strings (most attribute names and values) name neither a key nor a digest. */
+const SHORTEST = Math.min(DIGEST_LENGTH, ...KEY_PREFIXES.map((p) => p.length));
 
 function stageStrings(ws: Workset, scope: string, value: unknown, why: string): void {
   stringsIn(value, (s) => {
+    if (s.length < SHORTEST) return;
     if (s.length >= DIGEST_LENGTH && s.includes('sha256:')) {
       DIGEST_SCAN_PATTERN.lastIndex = 0;
       for (let m = DIGEST_SCAN_PATTERN.exec(s); m; m = DIGEST_SCAN_PATTERN.exec(s)) ws.stage(scope, 'd', m[0], why);

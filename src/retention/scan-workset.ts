@@ -38,16 +38,24 @@ import { openScratch, SCRATCH_CACHE_KIB, type Scratch } from '../system/scratch.
 const OBJECT_SCHEMA = `
 CREATE TABLE refs.objects(key TEXT PRIMARY KEY, size INTEGER NOT NULL, cls TEXT, cold INTEGER NOT NULL, digest TEXT, why TEXT,
   inner INTEGER NOT NULL DEFAULT 0, bad TEXT, fresh INTEGER NOT NULL DEFAULT 0, guess INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
-CREATE INDEX refs.objects_digest ON objects(digest);
 CREATE INDEX refs.objects_unknown ON objects(key) WHERE why IS NOT NULL AND inner = 0;
 CREATE INDEX refs.objects_known ON objects(key) WHERE why IS NOT NULL AND inner = 1;
-CREATE INDEX refs.objects_unread ON objects(key) WHERE inner = 0 AND digest IS NULL;
 CREATE INDEX refs.objects_bad ON objects(key) WHERE bad IS NOT NULL;
 CREATE INDEX refs.objects_fresh ON objects(key) WHERE fresh = 1;
 CREATE INDEX refs.objects_guess ON objects(key) WHERE guess = 1;
 CREATE TABLE refs.inner(key TEXT NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(key, digest)) WITHOUT ROWID;
 CREATE TABLE refs.entries(key TEXT PRIMARY KEY, digest TEXT NOT NULL, size INTEGER NOT NULL, overflow INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE refs.failed(key TEXT PRIMARY KEY) WITHOUT ROWID;
+`;
+
+/**
+ * Indexes of objects that a whole scan's listing would maintain row by row for nothing (every listed row
+ * is unread, with no digest, until applyEntries): created once the index is applied (createLateIndexes),
+ * by one sort each. A working set from the cache has them already.
+ */
+const LATE_OBJECT_INDEXES = `
+CREATE INDEX IF NOT EXISTS refs.objects_digest ON objects(digest);
+CREATE INDEX IF NOT EXISTS refs.objects_unread ON objects(key) WHERE inner = 0 AND digest IS NULL;
 `;
 
 /** A scan from the cache: the listing's differences from the cached rows, applied once it is over. */
@@ -125,6 +133,14 @@ export class Workset {
   entryDropsRow = false;
   /** The database the cache saves (every table but the listing's differences). */
   readonly refsFile: string;
+  /**
+   * A fresh working set until the closure's first round (scan-closure.ts markFresh): every reference is
+   * new, so references are written unmarked (fresh = 0) and that round applies all of them, instead of
+   * marking each row (and its partial index) only to unmark it again. Written after it: marked.
+   */
+  wholeRound: boolean;
+  /** Whether LATE_OBJECT_INDEXES exist yet (a fresh working set: not before applyEntries). */
+  private lateIndexes: boolean;
 
   /**
    * A fresh working set, or one whose item references start as a copy of `refsFrom` (a database an
@@ -139,6 +155,10 @@ export class Workset {
     this.db.prepare('ATTACH DATABASE ? AS refs').run(this.refsFile);
     for (const p of ['journal_mode = OFF', 'synchronous = OFF', `cache_size = -${SCRATCH_CACHE_KIB}`]) this.db.pragma(`refs.${p}`);
     if (!opts.refsFrom) this.db.exec(OBJECT_SCHEMA + REFS_SCHEMA);
+    this.lateIndexes = opts.refsFrom !== undefined;
+    this.wholeRound = opts.refsFrom === undefined;
+    // A cache saved before they were late has them; one saved since has them too (saveTo comes after readIndex).
+    if (this.lateIndexes) this.db.exec(LATE_OBJECT_INDEXES);
     const p = (sql: string) => this.db.prepare(sql);
     this.s = {
       object: p('INSERT OR IGNORE INTO objects(key, size, cls, cold) VALUES (?, ?, ?, ?)'),
@@ -150,13 +170,13 @@ export class Workset {
       dropChangedRow: p('DELETE FROM objects WHERE key = ? AND (digest IS NULL OR digest != ? OR inner = 0)'),
       typedAgain: p('UPDATE typed SET fresh = 1 WHERE key = ?'),
       originalsAgain: p('UPDATE digests SET fresh = 1 WHERE digest IN (SELECT digest FROM sup_keys WHERE copy = ?)'),
-      key: p('INSERT OR IGNORE INTO keyrefs(key, why) VALUES (?, ?)'),
-      prefix: p('INSERT OR IGNORE INTO prefixes(prefix, why) VALUES (?, ?)'),
+      key: p('INSERT OR IGNORE INTO keyrefs(key, why, fresh) VALUES (?, ?, ?)'),
+      prefix: p('INSERT OR IGNORE INTO prefixes(prefix, why, fresh) VALUES (?, ?, ?)'),
       digest: p(
-        'INSERT INTO digests(digest, why, strict, strict_why) VALUES (?, ?, ?, ?) ON CONFLICT(digest) DO UPDATE SET strict = 1, fresh = 1, strict_why = excluded.strict_why WHERE strict = 0 AND excluded.strict = 1',
+        'INSERT INTO digests(digest, why, strict, strict_why, fresh) VALUES (?, ?, ?, ?, ?) ON CONFLICT(digest) DO UPDATE SET strict = 1, fresh = 1, strict_why = excluded.strict_why WHERE strict = 0 AND excluded.strict = 1',
       ),
-      typed: p('INSERT OR IGNORE INTO typed(key, digest, why) VALUES (?, ?, ?)'),
-      recorded: p('INSERT OR IGNORE INTO recorded(key, digest) VALUES (?, ?)'),
+      typed: p('INSERT OR IGNORE INTO typed(key, digest, why, fresh) VALUES (?, ?, ?, ?)'),
+      recorded: p('INSERT OR IGNORE INTO recorded(key, digest, fresh) VALUES (?, ?, ?)'),
       stage: p('INSERT INTO staged(scope, kind, value, digest, why) VALUES (?, ?, ?, ?, ?)'),
       supersede: p('INSERT OR IGNORE INTO superseded(scope, value) VALUES (?, ?)'),
       supKey: p('INSERT OR IGNORE INTO sup_keys(key, copy, digest) VALUES (?, ?, ?)'),
@@ -166,9 +186,11 @@ export class Workset {
       whyKey: p('SELECT why FROM keyrefs WHERE key = ?').pluck(),
       whyPrefix: p('SELECT why FROM prefixes WHERE prefix = ?').pluck(),
       whyDigest: p('SELECT why FROM digests WHERE digest = ?').pluck(),
-      whyStrict: p('SELECT COALESCE(strict_why, why) FROM digests WHERE digest = ? AND strict = 1').pluck(),
-      superseded: p(
-        'SELECT 1 FROM sup_keys s JOIN objects c ON c.key = s.copy WHERE s.key = ? AND s.digest = ? AND (c.digest IS NULL OR c.digest = s.digest)',
+      // With a key, in one statement (a plan asks it of every candidate): a digest nothing names has no row.
+      whyDigestFor: p(
+        `SELECT CASE WHEN EXISTS (SELECT 1 FROM sup_keys s JOIN objects c ON c.key = s.copy
+           WHERE s.key = ? AND s.digest = ? AND (c.digest IS NULL OR c.digest = s.digest))
+         THEN (CASE WHEN strict = 1 THEN COALESCE(strict_why, why) END) ELSE why END FROM digests WHERE digest = ?`,
       ).pluck(),
       getObject: p('SELECT key, size, cls, cold, digest, inner, bad FROM objects WHERE key = ?'),
       byDigest: p('SELECT key FROM objects WHERE digest = ? ORDER BY key').pluck(),
@@ -197,20 +219,24 @@ export class Workset {
   listedGone(key: string): void {
     this.s.listedGone?.run(key);
   }
+  /** The fresh mark a reference is written with: none before a whole scan's first round (wholeRound). */
+  private get freshMark(): number {
+    return this.wholeRound ? 0 : 1;
+  }
   key(k: string, why: string): void {
-    this.s.key?.run(k, why);
+    this.s.key?.run(k, why, this.freshMark);
   }
   prefix(p: string, why: string): void {
-    this.s.prefix?.run(p, why);
+    this.s.prefix?.run(p, why, this.freshMark);
   }
   digest(d: string, why: string, strict = false): void {
-    this.s.digest?.run(d, why, strict ? 1 : 0, strict ? why : null);
+    this.s.digest?.run(d, why, strict ? 1 : 0, strict ? why : null, this.freshMark);
   }
   typed(k: string, d: string, why: string): void {
-    this.s.typed?.run(k, d, why);
+    this.s.typed?.run(k, d, why, this.freshMark);
   }
   recorded(k: string, d: string): void {
-    this.s.recorded?.run(k, d);
+    this.s.recorded?.run(k, d, this.freshMark);
   }
   recordedOf(k: string): string | undefined {
     return this.s.recordedOf?.get(k) as string | undefined;
@@ -258,13 +284,22 @@ export class Workset {
    * object: digest and inner digests known without a read. Returns how many.
    */
   applyEntries(): number {
-    return this.db
+    // Before the late indexes exist every row is unread: the table itself is the index.
+    const applied = this.db
       .prepare(
-        `UPDATE objects INDEXED BY objects_unread SET digest = e.digest, inner = 1 FROM entries e LEFT JOIN recorded r ON r.key = e.key
+        `UPDATE objects ${this.lateIndexes ? 'INDEXED BY objects_unread' : ''} SET digest = e.digest, inner = 1 FROM entries e LEFT JOIN recorded r ON r.key = e.key
          WHERE objects.key = e.key AND objects.cold = 0 AND objects.inner = 0 AND objects.digest IS NULL
            AND e.overflow = 0 AND e.size = objects.size AND (r.digest IS NULL OR r.digest = e.digest)`,
       )
       .run().changes;
+    this.createLateIndexes();
+    return applied;
+  }
+  /** LATE_OBJECT_INDEXES, once: every query after the listing and the index may use them. */
+  createLateIndexes(): void {
+    if (this.lateIndexes) return;
+    this.db.exec(LATE_OBJECT_INDEXES);
+    this.lateIndexes = true;
   }
   /** Cold objects with a usable entry: the caller checks S3's checksum against it. */
   coldWithEntries(after: string, limit: number): Array<{ key: string; digest: string }> {
@@ -305,12 +340,13 @@ export class Workset {
 
   /** Moves the staged strings into the references, leaving out those their partition superseded. */
   resolveStaged(): void {
+    const fresh = this.freshMark;
     this.db.exec(`
-      INSERT OR IGNORE INTO keyrefs(key, why) SELECT value, why FROM staged s WHERE kind IN ('k', 't')
+      INSERT OR IGNORE INTO keyrefs(key, why, fresh) SELECT value, why, ${fresh} FROM staged s WHERE kind IN ('k', 't')
         AND NOT EXISTS (SELECT 1 FROM superseded x WHERE x.scope = s.scope AND x.value = s.value);
-      INSERT OR IGNORE INTO typed(key, digest, why) SELECT value, digest, why FROM staged s WHERE kind = 't'
+      INSERT OR IGNORE INTO typed(key, digest, why, fresh) SELECT value, digest, why, ${fresh} FROM staged s WHERE kind = 't'
         AND NOT EXISTS (SELECT 1 FROM superseded x WHERE x.scope = s.scope AND x.value = s.value);
-      INSERT OR IGNORE INTO digests(digest, why) SELECT value, why FROM staged s WHERE kind = 'd'
+      INSERT OR IGNORE INTO digests(digest, why, fresh) SELECT value, why, ${fresh} FROM staged s WHERE kind = 'd'
         AND NOT EXISTS (SELECT 1 FROM superseded x WHERE x.scope = s.scope AND x.value = s.value);
       DELETE FROM staged;`);
   }
@@ -344,7 +380,7 @@ export class Workset {
    * verified copy is listed, only a strict reference (a pin) counts: the copy satisfies the rest (B13).
    */
   whyDigest(digest: string, forKey?: string): string | undefined {
-    if (forKey !== undefined && this.s.superseded?.get(forKey, digest)) return this.s.whyStrict?.get(digest) as string | undefined;
+    if (forKey !== undefined) return (this.s.whyDigestFor?.get(forKey, digest, digest) as string | null | undefined) ?? undefined;
     return this.s.whyDigest?.get(digest) as string | undefined;
   }
   row(key: string): ObjectRow | undefined {

@@ -18,6 +18,8 @@ port.on('message', (m: { scope?: WalkScope; credit?: number }) => {
 });
 
 const post = (m: WalkMessage) => port.postMessage(m, 'sizes' in m ? [m.sizes.buffer as ArrayBuffer] : []);
+// Loaded: the calling thread hands the rest of its walk over now rather than after HAND_OVER_AT keys.
+post({ ready: true });
 try {
   while (!scope) await new Promise<void>((r) => (wake = r));
   for await (const batch of walkObjects(scope)) {

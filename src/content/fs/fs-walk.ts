@@ -138,7 +138,16 @@ async function* walkFrames(stack: Frame[], scope: WalkScope, pause: () => void, 
 export const CREDITS = 32;
 /** Keys walked on the calling thread before a worker may be started (a small listing never pays for one). */
 export const WORKER_AFTER = 2_000;
-/** Keys walked on the calling thread before the walk goes on in the worker (which started meanwhile). */
+/**
+ * Or, past the first batch, this long into the walk: a caller busy with other work (the retention
+ * scan's item pass) takes its batches slowly, and reached WORKER_AFTER only after most of its own work
+ * (at 20,000 objects, 0.8 s into a 2 s plan) — then the worker's start-up was not overlapped with anything.
+ */
+export const WORKER_AFTER_MS = 100;
+/**
+ * Keys walked on the calling thread, at most, before the walk goes on in the worker (which started
+ * meanwhile): it goes on there as soon as the worker is up, and from here waits for it if it is not.
+ */
 export const HAND_OVER_AT = 10_000;
 /**
  * Below this share of the calling thread's time spent walking, the thread has other work (the
@@ -150,7 +159,11 @@ export const BUSY_SHARE = 0.75;
 export const workerWalks = { count: 0 };
 
 /** A batch as posted: keys joined by NUL (no file name holds one) and sizes in a transferred array, cheap to clone. */
-export type WalkMessage = { keys: string; sizes: Float64Array } | { done: true } | { error: { message: string; code?: string } };
+export type WalkMessage =
+  | { keys: string; sizes: Float64Array }
+  | { ready: true }
+  | { done: true }
+  | { error: { message: string; code?: string } };
 
 export function packBatch(batch: readonly ObjectInfo[]): { keys: string; sizes: Float64Array } {
   return { keys: batch.map((o) => o.key).join('\u0000'), sizes: Float64Array.from(batch, (o) => o.size) };
@@ -178,11 +191,17 @@ function startWorker(): Worker {
 /** A worker started ahead of its scope (it boots while the calling thread walks); messages queue until read. */
 class WalkWorker {
   private readonly worker = startWorker();
-  private readonly queue: WalkMessage[] = [];
+  private readonly queue: Array<Exclude<WalkMessage, { ready: true }>> = [];
   private notify: (() => void) | undefined;
+  /** Whether the worker has booted (its modules loaded: from source, tsx's start-up takes a while). */
+  ready = false;
 
   constructor() {
     const push = (m: WalkMessage) => {
+      if ('ready' in m) {
+        this.ready = true;
+        return;
+      }
       this.queue.push(m);
       this.notify?.();
     };
@@ -195,7 +214,7 @@ class WalkWorker {
     this.worker.postMessage({ scope });
     for (;;) {
       while (this.queue.length === 0) await new Promise<void>((r) => (this.notify = r));
-      const m = this.queue.shift() as WalkMessage;
+      const m = this.queue.shift() as Exclude<WalkMessage, { ready: true }>;
       if ('error' in m) throw Object.assign(new Error(m.error.message), m.error.code ? { code: m.error.code } : {});
       if ('done' in m) return;
       this.worker.postMessage({ credit: 1 });
@@ -210,15 +229,17 @@ class WalkWorker {
 
 /**
  * A whole listing: on the calling thread while the caller waits on it; when the caller has other work
- * (under BUSY_SHARE of the thread spent walking, measured over the first WORKER_AFTER–HAND_OVER_AT keys),
- * the rest goes on in a worker thread started early (its start-up overlaps the walk), whose directory
- * reads, stats and sorts run on the second core while the caller works on what it already has (the
- * retention scan folds items meanwhile). Ending the iteration early terminates the worker.
+ * (under BUSY_SHARE of the thread spent walking, measured from WORKER_AFTER keys or WORKER_AFTER_MS),
+ * the rest goes on in a worker thread started early (its start-up overlaps the walk) and handed the
+ * rest once it is up (HAND_OVER_AT at the latest), whose directory reads, stats and sorts run on the
+ * second core while the caller works on what it already has (the retention scan folds items
+ * meanwhile). Ending the iteration early terminates the worker.
  */
 export async function* walkListing(scope: WalkScope): AsyncGenerator<ObjectInfo[]> {
   let worker: WalkWorker | undefined;
   let listed = 0;
   let last: string | undefined;
+  let handedOver = false;
   const meter = { busyMs: 0 };
   const started = performance.now();
   try {
@@ -226,11 +247,17 @@ export async function* walkListing(scope: WalkScope): AsyncGenerator<ObjectInfo[
       yield batch;
       listed += batch.length;
       last = batch.at(-1)?.key ?? last;
-      const shared = meter.busyMs < BUSY_SHARE * (performance.now() - started);
-      if (!worker && listed >= WORKER_AFTER && listed < HAND_OVER_AT && shared) worker = new WalkWorker();
-      if (worker && listed >= HAND_OVER_AT) break;
+      const elapsed = performance.now() - started;
+      const large = listed >= WORKER_AFTER || (listed >= CHUNK && elapsed >= WORKER_AFTER_MS);
+      const shared = meter.busyMs < BUSY_SHARE * elapsed;
+      if (!worker && large && listed < HAND_OVER_AT && shared) worker = new WalkWorker();
+      // As soon as it is up: the calling thread's share of the walk is what its other work delays.
+      if (worker && (worker.ready || listed >= HAND_OVER_AT)) {
+        handedOver = true;
+        break;
+      }
     }
-    if (worker && listed >= HAND_OVER_AT && last !== undefined) {
+    if (worker && handedOver && last !== undefined) {
       workerWalks.count++;
       yield* worker.walk({ ...scope, after: last });
     }
