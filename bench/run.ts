@@ -3,6 +3,7 @@
  * Sections: storage, lifecycle, http, telemetry, recovery, distributed, read-fence, retention, retention-rss, retention-fence, scale, archive, states. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
 import { benchArchive } from './archive.ts';
+import { benchCli } from './cli.ts';
 import { benchDistributed } from './distributed.ts';
 import { benchQueueFull } from './distributed-queue.ts';
 import { benchHttp } from './http.ts';
@@ -23,6 +24,7 @@ const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
   lifecycle: () => benchLifecycle(quick ? { count: 400 } : {}),
   http: () => benchHttp({ quick }),
+  cli: () => benchCli(quick ? { bytes: 64 << 20, rounds: 1 } : {}),
   recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024, rounds: 1 } : {}),
   telemetry: () => benchTelemetry(quick ? { count: 400, records: 500 } : {}),
   distributed: async () => {

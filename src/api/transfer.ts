@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { directReadOf } from '../content/direct-read.ts';
 import { type Digest, fromStructuredDigest, toStructuredDigest } from '../core/digest.ts';
 import { IntegrityError, InvalidInput, TooLarge } from '../core/errors.ts';
 import type { ApiMetrics } from './metrics.ts';
@@ -23,7 +24,7 @@ export interface UploadInput {
   dispose(): void;
 }
 
-/** Reads the upload headers (digest, size, coding) and streams the raw body through a counting coalescer. */
+/** Reads the upload headers (digest, size, coding) and streams the raw body to the store, counted. */
 export function uploadInput(request: FastifyRequest, maxBytes: number, metrics: ApiMetrics): UploadInput {
   const h = request.headers;
   const coding = h['content-encoding'];
@@ -47,7 +48,7 @@ export function uploadInput(request: FastifyRequest, maxBytes: number, metrics: 
       pending = 0;
     }
   };
-  const body = new Coalescer(COALESCE_BYTES, count);
+  const body = new CountingBody(count);
   // The consumer (the content store) sees the body's errors through its reads; this listener only
   // keeps an error that comes before the first read (a client aborting while the handler still checks
   // the request or reserves a version number) from being an uncaught 'error' that ends the process.
@@ -56,7 +57,7 @@ export function uploadInput(request: FastifyRequest, maxBytes: number, metrics: 
     if (pending) metrics.bytesIn.inc({ route }, pending);
     pending = 0;
   });
-  // pipe() keeps reading the socket while the store writes, up to the coalescer's buffers; errors and
+  // pipe() keeps reading the socket while the store writes, up to the body's buffers; errors and
   // an early close of the request end the body with an error, so the store discards its temp file.
   raw.pipe(body);
   raw.on('error', (e) => body.destroy(clientAborted(e)));
@@ -82,42 +83,23 @@ export function clientAborted(cause?: unknown): HttpProblem {
   });
 }
 
-/** Bytes per store write: socket reads (≤ 64 KiB) are gathered into writes of about this size. */
-export const COALESCE_BYTES = 1 << 20;
+/** Bytes buffered on each side of the upload's body: the socket is read ahead while the store writes. */
+const BODY_BUFFER_BYTES = 1 << 20;
 
 /**
- * Gathers small socket reads into larger buffers, so the content store makes ~1 MiB writes instead
- * of one per socket read. Holds at most about three times `target` bytes (writable buffer, the part
- * being gathered, readable buffer): memory per upload stays bounded whatever the body's size.
+ * The upload's body as the content store reads it: the socket's chunks as they are (the store
+ * gathers them into its own pooled buffers, content/fs/body-writer.ts), counted. A stream of its own,
+ * not the request itself, so a store that stops reading early (the limit, a digest mismatch) ends
+ * this stream and the connection stays up for the answer.
  */
-export class Coalescer extends Transform {
-  private parts: Buffer[] = [];
-  private size = 0;
-
-  constructor(
-    private readonly target: number,
-    private readonly onBytes: (n: number) => void,
-  ) {
-    super({ writableHighWaterMark: target, readableHighWaterMark: target });
+export class CountingBody extends Transform {
+  constructor(private readonly onBytes: (n: number) => void) {
+    super({ writableHighWaterMark: BODY_BUFFER_BYTES, readableHighWaterMark: BODY_BUFFER_BYTES });
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.onBytes(chunk.length);
-    this.parts.push(chunk);
-    this.size += chunk.length;
-    if (this.size >= this.target) this.emitParts();
-    cb();
-  }
-
-  override _flush(cb: TransformCallback): void {
-    if (this.size) this.emitParts();
-    cb();
-  }
-
-  private emitParts(): void {
-    this.push(this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.size));
-    this.parts = [];
-    this.size = 0;
+    cb(null, chunk);
   }
 }
 
@@ -233,9 +215,10 @@ function encodeRfc5987(s: string): string {
 }
 
 /**
- * Sends a verified stream. The first chunk is awaited before any header is written: a small object
- * (one read chunk) is verified completely before it, so its corruption is answered with a clean 502
- * problem. Later failures destroy the connection: the client sees a truncated, aborted response.
+ * Sends a verified stream. Nothing is written before the first chunk is released: a small object (one
+ * read chunk) is verified completely before it, so its corruption is answered with a clean 502
+ * problem. Later failures destroy the connection: the client sees a truncated, aborted response. A
+ * stream with the direct capability (content/direct-read.ts) writes its chunks straight to the socket.
  */
 export async function sendVerified(
   request: FastifyRequest,
@@ -246,39 +229,55 @@ export async function sendVerified(
   metrics: ApiMetrics,
   closing: () => boolean,
 ): Promise<void> {
-  const it = stream[Symbol.asyncIterator]();
-  let next: IteratorResult<unknown>;
-  try {
-    next = await it.next();
-  } catch (e) {
-    stream.destroy();
-    if (e instanceof IntegrityError) onIntegrityFailure(request, metrics, e, 0);
-    throw e;
-  }
-  reply.hijack();
   const res = reply.raw;
-  const route = routeLabel(request);
-  if (closing()) headers.connection = 'close';
-  res.writeHead(status, { ...headers, 'x-request-id': request.id, 'x-content-type-options': 'nosniff' });
+  let started = false;
   let sent = 0;
+  const start = () => {
+    if (started) return;
+    started = true;
+    reply.hijack();
+    if (closing()) headers.connection = 'close';
+    res.writeHead(status, { ...headers, 'x-request-id': request.id, 'x-content-type-options': 'nosniff' });
+  };
+  /** Settles when the socket is done with the chunk (direct) or has room for more (a stream's chunk, which it keeps). */
+  const write = (chunk: Buffer, reused: boolean): Promise<void> => {
+    start();
+    if (res.destroyed) return Promise.reject(new ClientGone());
+    sent += chunk.length;
+    if (reused) return socketWrite(res, chunk);
+    return res.write(chunk) ? Promise.resolve() : drained(res);
+  };
   try {
-    while (!next.done) {
-      const chunk = next.value as Buffer;
-      if (res.destroyed) throw new ClientGone();
-      sent += chunk.length;
-      if (!res.write(chunk)) await drained(res);
-      next = await it.next();
-    }
+    const direct = directReadOf(stream);
+    if (direct) await direct.sendTo((chunk) => write(chunk, true));
+    else for await (const chunk of stream) await write(chunk as Buffer, false);
+    start();
     res.end();
   } catch (e) {
-    res.destroy();
-    await it.return?.();
     stream.destroy();
     if (e instanceof IntegrityError) onIntegrityFailure(request, metrics, e, sent);
-    else if (!(e instanceof ClientGone)) request.log.warn({ err: e, bytes_sent: sent }, 'download aborted');
+    if (!started) throw e;
+    res.destroy();
+    if (!(e instanceof IntegrityError) && !(e instanceof ClientGone)) request.log.warn({ err: e, bytes_sent: sent }, 'download aborted');
   } finally {
-    metrics.bytesOut.inc({ route }, sent);
+    metrics.bytesOut.inc({ route: routeLabel(request) }, sent);
   }
+}
+
+/**
+ * One socket write, settled when the response is done with the chunk's memory (its callback) or
+ * the connection is gone. Resolving on the callback also bounds what a download keeps queued.
+ */
+function socketWrite(res: ServerResponse, chunk: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onClose = () => reject(new ClientGone());
+    res.once('close', onClose);
+    res.write(chunk, (err) => {
+      res.off('close', onClose);
+      if (err) reject(new ClientGone());
+      else resolve();
+    });
+  });
 }
 
 function onIntegrityFailure(request: FastifyRequest, metrics: ApiMetrics, e: IntegrityError, sent: number): void {

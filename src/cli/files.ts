@@ -2,7 +2,7 @@ import { constants as C, createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { type ChunkWrite, directReadOf } from '../content/direct-read.ts';
 import { NotFound, UsageError } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
 
@@ -24,10 +24,18 @@ export async function openInputFile(
 /**
  * Writes a verified stream to `out` (or stdout for `-`). A file appears at `out` only when the whole
  * stream verified: bytes go to a temp file beside it that is renamed at the end, removed on failure.
+ * A stream with the direct capability (content/direct-read.ts) hands its chunks straight to the writes.
  */
 export async function writeVerifiedOutput(stream: Readable, out: string): Promise<void> {
   if (out === '-') {
-    await pipeline(stream, process.stdout, { end: false });
+    // A closed pipe (EPIPE) is this command's error, not an uncaught one: the write callbacks report it.
+    const ignore = () => {};
+    process.stdout.on('error', ignore);
+    try {
+      await sendTo(stream, (chunk) => new Promise((resolve, reject) => process.stdout.write(chunk, (e) => (e ? reject(e) : resolve()))));
+    } finally {
+      process.stdout.off('error', ignore);
+    }
     return;
   }
   if (out === '') throw new UsageError('--out needs a file path (or - for stdout)');
@@ -39,19 +47,29 @@ export async function writeVerifiedOutput(stream: Readable, out: string): Promis
   const tmp = path.join(path.dirname(target), `.${path.basename(target)}.alp-partial-${randomToken(6)}`);
   const fh = await fs.open(tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL, 0o644);
   try {
-    for await (const chunk of stream) {
-      const buf = chunk as Buffer;
+    // Each chunk at its own offset: the writes of consecutive chunks may overlap.
+    let position = 0;
+    await sendTo(stream, async (chunk) => {
+      const at = position;
+      position += chunk.length;
       let offset = 0;
-      while (offset < buf.length) offset += (await fh.write(buf, offset, buf.length - offset)).bytesWritten;
-    }
+      while (offset < chunk.length) offset += (await fh.write(chunk, offset, chunk.length - offset, at + offset)).bytesWritten;
+    });
     await fh.sync();
     await fh.close();
     await fs.rename(tmp, target);
   } catch (e) {
+    stream.destroy();
     await fh.close().catch(() => {});
     await fs.unlink(tmp).catch(() => {});
     throw e;
   }
+}
+
+async function sendTo(stream: Readable, write: ChunkWrite): Promise<void> {
+  const direct = directReadOf(stream);
+  if (direct) return direct.sendTo(write);
+  for await (const chunk of stream) await write(chunk as Buffer);
 }
 
 const MAX_TEXT_FILE_BYTES = 256 * 1024 * 1024;

@@ -11,8 +11,8 @@ import { constants as C, type Dirent, fstatSync, linkSync, lstatSync, renameSync
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { type Digest, DigestAccumulator } from '../../core/digest.ts';
-import { AlpError, IntegrityError, InvalidInput, NotFound, StorageFailure, storageFailureOf, TooLarge } from '../../core/errors.ts';
+import type { Digest } from '../../core/digest.ts';
+import { AlpError, IntegrityError, InvalidInput, NotFound, StorageFailure, storageFailureOf } from '../../core/errors.ts';
 import { fsyncDir } from '../../core/fsync.ts';
 import { randomToken } from '../../core/ids.ts';
 import { validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
@@ -31,9 +31,10 @@ import {
   type StorageClass,
 } from '../content-store.ts';
 import { checkRange, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
-import { VerifyingStream } from '../verify-stream.ts';
+import { writeBody } from './body-writer.ts';
 import { ContentDirs, type TargetDir } from './fs-dirs.ts';
 import { reportedClass, walkListing, walkObjects } from './fs-walk.ts';
+import { VerifiedFileStream } from './verified-file.ts';
 
 const TEMP_PREFIX = '.alp-tmp-';
 const READ_CHUNK = 1 << 20;
@@ -98,29 +99,13 @@ export class FsContentStore implements ContentStore {
     return { digest: staged.digest, size: staged.size };
   }
 
-  /** Writes the bytes to a temp file in the target directory (O_EXCL), hashing them in the same pass. */
+  /** Writes the bytes to a temp file in the target directory (O_EXCL), hashing them in the same pass (body-writer.ts). */
   async stage(key: string, body: Body, opts: PutOptions = {}): Promise<StagedObject> {
     const segments = validateObjectKey(key);
     const { target, fh, tmpPath } = await this.openTemp(segments.slice(0, -1));
     const finalPath = path.join(target.dir, segments[segments.length - 1] as string);
     try {
-      const acc = new DigestAccumulator();
-      let pending: Promise<void> = Promise.resolve();
-      for await (const chunk of body) {
-        opts.signal?.throwIfAborted();
-        const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-        acc.update(buf);
-        if (opts.maxBytes !== undefined && acc.size > opts.maxBytes) {
-          throw new TooLarge(`content exceeds the limit of ${opts.maxBytes} bytes`, { limit: opts.maxBytes });
-        }
-        // Hash the next chunk while the previous one is being written.
-        await pending;
-        pending = writeAll(fh, buf).catch((e: unknown) => {
-          throw diskError(e);
-        });
-      }
-      await pending;
-      const digest = acc.digest();
+      const { digest, size } = await writeBody(fh, body, opts, (e) => diskError(e));
       if (opts.expectedDigest && opts.expectedDigest !== digest) {
         throw new IntegrityError(`content does not match the expected digest ${opts.expectedDigest} (got ${digest})`, {
           key,
@@ -128,7 +113,7 @@ export class FsContentStore implements ContentStore {
           actual: digest,
         });
       }
-      const staged: StagedObject = { key, digest, size: acc.size };
+      const staged: StagedObject = { key, digest, size };
       this.staging.set(staged, { fh, tmpPath, finalPath, target, repair: opts.repair === true });
       return staged;
     } catch (e) {
@@ -271,11 +256,7 @@ export class FsContentStore implements ContentStore {
     const { fh, size } = await this.openObject(key);
     try {
       checkRange(opts, size);
-      const source = fh.createReadStream({ highWaterMark: readChunk(size), autoClose: true });
-      const verifier = new VerifyingStream({ key, expectedDigest, expectedSize: opts.expectedSize, start: opts.start, end: opts.end });
-      source.on('error', (e) => verifier.destroy(e));
-      verifier.on('close', () => source.destroy());
-      return source.pipe(verifier);
+      return new VerifiedFileStream(fh, size, { key, expectedDigest, expectedSize: opts.expectedSize, start: opts.start, end: opts.end });
     } catch (e) {
       await fh.close().catch(() => {});
       throw e;
@@ -455,14 +436,6 @@ const PRUNED_PREFIXES = ['artifacts', 'executions'];
 /** 1 MiB reads for large objects; small ones get a buffer of their own size (plus one byte for EOF). */
 function readChunk(size: number): number {
   return Math.min(READ_CHUNK, Math.max(16 * 1024, size + 1));
-}
-
-async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
-  let offset = 0;
-  while (offset < buf.length) {
-    const { bytesWritten } = await fh.write(buf, offset, buf.length - offset);
-    offset += bytesWritten;
-  }
 }
 
 function mapFsError(e: unknown, key: string): Error {
