@@ -7,16 +7,15 @@
  * reach the filesystem only through `resolve`, which validates them and refuses symlinks anywhere below
  * the root.
  */
-import { constants as C, type Dirent, fstatSync, linkSync, lstatSync, renameSync, unlinkSync } from 'node:fs';
+import { constants as C, fstatSync, linkSync, lstatSync, renameSync, unlinkSync } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Digest } from '../../core/digest.ts';
-import { AlpError, IntegrityError, InvalidInput, NotFound, StorageFailure, storageFailureOf } from '../../core/errors.ts';
+import { IntegrityError, InvalidInput, NotFound } from '../../core/errors.ts';
 import { fsyncDir } from '../../core/fsync.ts';
 import { randomToken } from '../../core/ids.ts';
 import { validateListPrefix, validateObjectKey } from '../../core/object-keys.ts';
-import { processAlive } from '../../core/process.ts';
 import {
   type Body,
   type ContentStore,
@@ -32,7 +31,9 @@ import {
 } from '../content-store.ts';
 import { checkRange, decodeListCursor, encodeListCursor, listLimit } from '../validate.ts';
 import { writeBody } from './body-writer.ts';
+import { removeInterrupted } from './fs-cleanup.ts';
 import { ContentDirs, type TargetDir } from './fs-dirs.ts';
+import { diskError, mapFsError, notRegular } from './fs-errors.ts';
 import { reportedClass, walkListing, walkObjects } from './fs-walk.ts';
 import { VerifiedFileStream } from './verified-file.ts';
 
@@ -275,7 +276,7 @@ export class FsContentStore implements ContentStore {
    * but a regular file is INTEGRITY, at once. (O_NONBLOCK changes nothing for reads of regular files.)
    */
   private async openObject(key: string): Promise<{ fh: FileHandle; size: number }> {
-    const file = await this.resolveExisting(key);
+    const file = this.dirs.existing(key);
     let fh: FileHandle;
     try {
       fh = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
@@ -297,7 +298,7 @@ export class FsContentStore implements ContentStore {
   async head(key: string): Promise<ObjectInfo | undefined> {
     let file: string;
     try {
-      file = await this.resolveExisting(key);
+      file = this.dirs.existing(key);
     } catch (e) {
       if (e instanceof NotFound) return undefined;
       throw e;
@@ -350,7 +351,7 @@ export class FsContentStore implements ContentStore {
   async delete(key: string): Promise<boolean> {
     let file: string;
     try {
-      file = await this.resolveExisting(key);
+      file = this.dirs.existing(key);
     } catch (e) {
       if (e instanceof NotFound) return false;
       throw e;
@@ -372,47 +373,10 @@ export class FsContentStore implements ContentStore {
    * fresh directory vanishes before its temp file is open creates it again (openTemp).
    */
   async cleanupInterrupted(): Promise<number> {
-    let removed = 0;
-    const visit = async (dir: string, depth: number, prunable: boolean): Promise<void> => {
-      const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => [] as Dirent[]);
-      for (const e of entries) {
-        const p = path.join(dir, e.name);
-        if (e.isDirectory()) await visit(p, depth + 1, depth === 0 ? PRUNED_PREFIXES.includes(e.name) : prunable);
-        else if (e.isFile() && e.name.startsWith(TEMP_PREFIX)) {
-          const pid = Number(e.name.slice(TEMP_PREFIX.length).split('-')[0]);
-          if (pid !== process.pid && !processAlive(pid)) {
-            await fs.unlink(p).catch(() => {});
-            removed++;
-          }
-        }
-      }
-      if (prunable && depth >= 2) await fs.rmdir(dir).catch(() => {});
-    };
-    await visit(this.root, 0, false);
-    return removed;
+    return removeInterrupted(this.root, TEMP_PREFIX);
   }
 
   async close(): Promise<void> {}
-
-  /** Maps a key to its path, refusing any symlinked directory; NotFound when a directory is missing. */
-  private async resolveExisting(key: string): Promise<string> {
-    const segments = validateObjectKey(key);
-    let current = this.root;
-    for (const seg of segments.slice(0, -1)) {
-      current = path.join(current, seg);
-      // Synchronous: one metadata syscall of microseconds costs less than a trip through the I/O pool.
-      let stat: import('node:fs').Stats | undefined;
-      try {
-        stat = lstatSync(current, { throwIfNoEntry: false });
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'ENOTDIR') throw e;
-      }
-      if (!stat) throw new NotFound(`no object at ${key}`);
-      if (stat.isSymbolicLink()) throw new InvalidInput(`refusing symlink inside the content root at ${path.relative(this.root, current)}`);
-      if (!stat.isDirectory()) throw new NotFound(`no object at ${key}`);
-    }
-    return path.join(current, segments[segments.length - 1] as string);
-  }
 
   /** The walk of fs-walk.ts from the prefix's directory (symlink-checked), in batches. */
   private async *walk(prefix: string, after: string | undefined, worker = false): AsyncGenerator<ObjectInfo[]> {
@@ -420,7 +384,7 @@ export class FsContentStore implements ContentStore {
     const dirKey = slash >= 0 ? prefix.slice(0, slash + 1) : '';
     let dirPath: string;
     try {
-      dirPath = dirKey === '' ? this.root : path.dirname(await this.resolveExisting(`${dirKey}x`));
+      dirPath = dirKey === '' ? this.root : path.dirname(this.dirs.existing(`${dirKey}x`));
     } catch (e) {
       if (e instanceof NotFound) return;
       throw e;
@@ -430,46 +394,7 @@ export class FsContentStore implements ContentStore {
   }
 }
 
-/** Top-level directories whose empty subdirectories cleanupInterrupted removes. */
-const PRUNED_PREFIXES = ['artifacts', 'executions'];
-
 /** 1 MiB reads for large objects; small ones get a buffer of their own size (plus one byte for EOF). */
 function readChunk(size: number): number {
   return Math.min(READ_CHUNK, Math.max(16 * 1024, size + 1));
-}
-
-function mapFsError(e: unknown, key: string): Error {
-  if (e instanceof AlpError) return e;
-  const code = (e as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT' || code === 'ENOTDIR') return new NotFound(`no object at ${key}`);
-  if (code === 'ELOOP') return new InvalidInput(`refusing symlink inside the content root at ${key}`);
-  // ENXIO: a socket (or a FIFO without a reader, opened for writing) at the path.
-  if (code === 'ENXIO') return new IntegrityError(`${key} is not a regular file (a socket or device); refusing to read it`, { key });
-  return diskError(e, key);
-}
-
-/**
- * A failing disk or directory as the contract's StorageFailure (disk full, I/O error, read-only file
- * system, no permission); the message keeps the errno. Anything else stays as it is (internal).
- */
-function diskError(e: unknown, key?: string): Error {
-  if (e instanceof AlpError) return e;
-  const storage = storageFailureOf(e);
-  if (storage) return storage;
-  const code = (e as NodeJS.ErrnoException).code;
-  if (code === 'EACCES' || code === 'EPERM') {
-    return new StorageFailure(`storage failure: ${code} (permission denied in the content root${key ? ` at ${key}` : ''})`, { cause: e });
-  }
-  return e as Error;
-}
-
-function notRegular(key: string, stat: import('node:fs').Stats): IntegrityError {
-  const kind = stat.isFIFO()
-    ? 'FIFO'
-    : stat.isSocket()
-      ? 'socket'
-      : stat.isCharacterDevice() || stat.isBlockDevice()
-        ? 'device'
-        : 'special file';
-  return new IntegrityError(`${key} is not a regular file (a ${kind}); refusing to read it`, { key, kind });
 }
