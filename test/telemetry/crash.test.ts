@@ -16,7 +16,7 @@ import { createContext } from '../../src/runtime/context.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { TelemetryQueue } from '../../src/telemetry/queue.ts';
 import { fromSource } from '../helpers/cli-bundle.ts';
-import { assertCountersMatchItems, auditItems } from '../helpers/telemetry-harness.ts';
+import { assertCountersMatchItems, auditItems, queueContents } from '../helpers/telemetry-harness.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 const worker = path.join(import.meta.dirname, 'crash-worker.ts');
@@ -44,6 +44,29 @@ function start(args: string[]): {
   return { child, ready, exit };
 }
 
+/**
+ * A writer alone (no exporter draining the queue) until the queue has dropped a record, then killed
+ * mid-loop like the others: the drop path is exercised however the rounds above happened to be timed
+ * (with an exporter beside it, a slow writer on a loaded machine may never fill the queue).
+ */
+async function writerUntilOverflow(dbPath: string, contentRoot: string, seed: number): Promise<void> {
+  const writer = start([dbPath, contentRoot, 'writer', String(seed)]);
+  await writer.ready;
+  const reader = new SqliteItemStore(dbPath);
+  try {
+    const deadline = Date.now() + 60_000;
+    while (((await queueContents(reader)).state.dropped as number) === 0) {
+      assert.ok(Date.now() < deadline, 'a writer alone overflowed the queue within 60 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await reader.close();
+    writer.child.kill('SIGKILL');
+  }
+  const end = await writer.exit;
+  assert.equal(end.signal, 'SIGKILL', `the overflowing writer was killed, not failed: ${end.stderr}`);
+}
+
 describe('telemetry under SIGKILL', () => {
   it(`kill -9 during enqueue/claim/ack loops (${rounds} rounds): counters equal the items, and no audit item lacks its record unless a drop was counted`, async (t) => {
     const dir = tempDir('alp-telq-crash');
@@ -69,6 +92,7 @@ describe('telemetry under SIGKILL', () => {
         }),
       );
     }
+    await writerUntilOverflow(dbPath, contentRoot, seed++);
     const items = new SqliteItemStore(dbPath);
     try {
       const { state, records } = await assertCountersMatchItems(items);
@@ -77,7 +101,7 @@ describe('telemetry under SIGKILL', () => {
       t.diagnostic(`after ${rounds} SIGKILL rounds: ${audit.size} audit items, ${JSON.stringify(counters)}`);
       assert.ok(audit.size > 50, `${audit.size} audit items written`);
       assert.ok((state.delivered as number) > 0, 'records were delivered');
-      assert.ok((state.dropped as number) > 0, 'the queue overflowed at some point');
+      assert.ok((state.dropped as number) > 0, 'the queue overflowed at some point (writerUntilOverflow)');
       // Only audit records were enqueued: every audit event was admitted or counted as dropped.
       assert.equal(audit.size, (state.accepted as number) + (state.dropped as number), JSON.stringify(state));
       for (const r of records) assert.ok(audit.has(r.id as string), `record ${String(r.id)} belongs to an audit item`);
