@@ -5,10 +5,10 @@
  * file, (b) an fsynced copy of it (1 MiB reads and writes, then fsync). Goal: each command >= 0.7 of the
  * reference's speed. ALP_BENCH_CLI_SOURCE=<dir> runs another checkout's src/ (a before/after pair).
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { runAlp } from '../test/helpers/cli.ts';
 import { fromSource } from '../test/helpers/cli-bundle.ts';
 import { benchDir, fmt, goal, header, mbps, row, timed } from './util.ts';
 
@@ -95,23 +95,8 @@ function copyFsynced(from: string, to: string): void {
   fs.closeSync(src);
 }
 
-function alp(cli: string[], args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...cli, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ALP_TOKEN: undefined, ALP_DATA: undefined } as NodeJS.ProcessEnv,
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-    });
-    child.stderr.on('data', (b: Buffer) => {
-      err += b.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`alp ${args.slice(0, 2).join(' ')} exited ${code}: ${err}`)),
-    );
-  });
+async function alp(cli: string[], args: string[]): Promise<string> {
+  const r = await runAlp(args, { cli });
+  if (r.code !== 0) throw new Error(`alp ${args.slice(0, 2).join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r.stdout;
 }

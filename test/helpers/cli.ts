@@ -16,10 +16,16 @@ export interface CliResult {
  */
 export function runAlp(
   args: string[],
-  opts: { cwd?: string; env?: Record<string, string | undefined>; input?: string | Buffer } = {},
+  opts: {
+    cwd?: string;
+    env?: Record<string, string | undefined>;
+    input?: string | Buffer;
+    /** The node arguments that run the CLI (default: this checkout's, bundled: alpFromSource). */
+    cli?: string[];
+  } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...alpFromSource(), ...args], {
+    const child = spawn(process.execPath, [...(opts.cli ?? alpFromSource()), ...args], {
       cwd: opts.cwd ?? root,
       env: { ...process.env, ALP_TOKEN: undefined, ALP_DATA: undefined, ALP_NOW: undefined, ...opts.env } as NodeJS.ProcessEnv,
       stdio: ['pipe', 'pipe', 'pipe'],
