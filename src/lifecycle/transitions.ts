@@ -5,7 +5,7 @@
  */
 import { AUDIT_RESERVED_OPS, afterOps, readBackOr, runAudited } from '../audit/chain.ts';
 import { Conflict, InvalidInput } from '../core/errors.ts';
-import { MAX_TRANSACT_OPS } from '../store/item-store.ts';
+import { MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertActor } from './access.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
@@ -58,7 +58,7 @@ export async function propose(
   const wanted = version === undefined ? undefined : validateVersionNumber(version);
   const budget = transactionBudget(ctx);
   for (;;) {
-    let done: { proposed: VersionItem; committed: VersionItem } | undefined;
+    let done: { target: VersionItem; ops: TransactOp[] } | undefined;
     await runAudited(ctx, [artifactId], async (heads) => {
       done = undefined;
       const head = heads[artifactId] as HeadItem;
@@ -75,17 +75,18 @@ export async function propose(
         });
       const all = merge(proposal, ...older.map(supersede));
       if (cost(all, ctx) <= budget) {
-        done = { proposed: { ...target, state: 'PROPOSED' }, committed: afterOps(target, all.ops) };
+        done = { target, ops: all.ops };
         return { chains: [{ artifactId, entries: all.entries }], ops: all.ops };
       }
       const chunk = fill(older.map(supersede), budget, ctx);
       return { chains: [{ artifactId, entries: chunk.entries }], ops: chunk.ops };
     });
     if (done) {
-      const { proposed, committed } = done;
+      const { target, ops } = done;
+      // The committed state is worked out only when the read back fails (it costs an update's validation).
       return readBackOr(
-        () => readVersion(ctx.items, artifactId, proposed.version),
-        () => committed,
+        () => readVersion(ctx.items, artifactId, target.version),
+        () => afterOps(target, ops),
       );
     }
   }
@@ -157,17 +158,19 @@ export async function transition(
   if (to === 'PROPOSED') return propose(ctx, actor, artifactId, version, reason);
   const why = reasonOf(reason);
   const n = validateVersionNumber(version);
-  let committed: VersionItem | undefined;
+  let read: VersionItem | undefined;
+  let ops: TransactOp[] = [];
   await runAudited(ctx, [artifactId], async (heads) => {
     const head = heads[artifactId] as HeadItem;
     const v = await readVersion(ctx.items, artifactId, n);
     const plan = planMove(head, v, to, 'manual', actor, ctx.clock.now().toISOString(), { reason: why });
-    committed = afterOps(v, plan.ops);
+    read = v;
+    ops = plan.ops;
     return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
   });
   return readBackOr(
     () => readVersion(ctx.items, artifactId, n),
-    () => committed as VersionItem,
+    () => afterOps(read as VersionItem, ops),
   );
 }
 

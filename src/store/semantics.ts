@@ -86,7 +86,9 @@ export function applyUpdate(key: ItemKey, current: Item | undefined, update: Upd
 export function validateKey(key: ItemKey): void {
   if (typeof key?.PK !== 'string' || key.PK.length === 0) throw new InvalidInput('item key needs a non-empty PK');
   if (typeof key.SK !== 'string' || key.SK.length === 0) throw new InvalidInput('item key needs a non-empty SK');
-  if (Buffer.byteLength(key.PK) > 2048 || Buffer.byteLength(key.SK) > 1024) throw new InvalidInput('item key too long');
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: short keys need no byte count.
+  const long = (s: string, max: number) => s.length * 3 > max && Buffer.byteLength(s) > max;
+  if (long(key.PK, 2048) || long(key.SK, 1024)) throw new InvalidInput('item key too long');
 }
 
 export function validateItem(item: Item): number {
@@ -111,10 +113,14 @@ function itemBytes(item: Item): number {
   const { PK, SK, GSI1PK, GSI1SK, ...rest } = item;
   const json = JSON.stringify(rest);
   validatedAttrs.set(item, json);
-  const keys = Object.entries({ PK, SK, GSI1PK, GSI1SK }).filter(([, v]) => v !== undefined);
-  let bytes = Buffer.byteLength(json, 'utf8') + (json === '{}' ? keys.length - 1 : keys.length);
-  for (const [name, v] of keys) bytes += name.length + 3 + Buffer.byteLength(JSON.stringify(v), 'utf8');
-  return bytes;
+  const keys = keyBytes('PK', PK) + keyBytes('SK', SK) + keyBytes('GSI1PK', GSI1PK) + keyBytes('GSI1SK', GSI1SK);
+  // Each key member brings its comma; without other attributes there is one comma fewer.
+  return Buffer.byteLength(json, 'utf8') + keys - (json === '{}' ? 1 : 0);
+}
+
+/** A key attribute's `"name":value,` in the item's JSON (0 when absent). */
+function keyBytes(name: string, value: unknown): number {
+  return value === undefined ? 0 : name.length + 4 + Buffer.byteLength(JSON.stringify(value), 'utf8');
 }
 
 /**

@@ -4,6 +4,8 @@
  * - a condition about existence only (exists / notExists, and their and / or / not) is answered by
  *   probing the key (`SELECT 1`), without reading or parsing the item; an operation without a
  *   condition reads nothing (a put or delete) or reads only what the update needs;
+ * - a condition that also asks whether one attribute exists (the fence check) is answered by SQLite
+ *   from the stored JSON (json_type), again without parsing the item in JavaScript;
  * - any other condition, and an update, read and parse the current item once per operation;
  * - a transaction evaluates each operation's condition and applies it in one pass, in index order:
  *   every operation touches another item, so each condition still sees the state before the
@@ -35,6 +37,40 @@ function existenceOnly(c: Condition): boolean {
   }
 }
 
+/**
+ * The one attribute a condition looks at when it asks only whether that attribute exists (besides the
+ * item's existence), e.g. the fence check `attrNotExists('holder')`: SQLite answers it with json_type
+ * on the stored JSON, without reading it into JavaScript and parsing it. Undefined for any other
+ * condition, and for names the JSON path or the parsed item would treat differently (keys, index
+ * attributes and names an object inherits, which `item[attr]` finds on a parsed item).
+ */
+function presenceAttr(c: Condition): string | undefined {
+  let attr: string | undefined;
+  const walk = (x: Condition): boolean => {
+    switch (x.kind) {
+      case 'exists':
+      case 'notExists':
+        return true;
+      case 'attrExists':
+      case 'attrNotExists':
+        if (attr !== undefined && attr !== x.attr) return false;
+        attr = x.attr;
+        return /^[A-Za-z_][A-Za-z0-9_]*$/.test(x.attr) && !COLUMN_ATTRS.has(x.attr) && !(x.attr in Object.prototype);
+      case 'and':
+        return x.all.every(walk);
+      case 'or':
+        return x.any.every(walk);
+      case 'not':
+        return walk(x.cond);
+      default:
+        return false;
+    }
+  };
+  return walk(c) ? attr : undefined;
+}
+
+const COLUMN_ATTRS = new Set(['PK', 'SK', 'GSI1PK', 'GSI1SK']);
+
 export class SqliteWrites {
   private readonly stmts: ReturnType<SqliteWrites['prepare']>;
 
@@ -47,6 +83,10 @@ export class SqliteWrites {
     return {
       get: db.prepare<[string, string], Row>('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items WHERE PK = ? AND SK = ?'),
       exists: db.prepare<[string, string], number>('SELECT 1 FROM items WHERE PK = ? AND SK = ?').pluck(),
+      // json_type is NULL for a missing attribute, 'null' for one stored as JSON null (which exists)
+      present: db
+        .prepare<[string, string, string], number>('SELECT json_type(attrs, ?) IS NOT NULL FROM items WHERE PK = ? AND SK = ?')
+        .pluck(),
       upsert: db.prepare<[string, string, string | null, string | null, string]>(
         'INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs) VALUES (?, ?, ?, ?, ?) ON CONFLICT (PK, SK) DO UPDATE SET GSI1PK = excluded.GSI1PK, GSI1SK = excluded.GSI1SK, attrs = excluded.attrs',
       ),
@@ -105,6 +145,12 @@ export class SqliteWrites {
     if (existenceOnly(condition)) {
       const present = this.stmts.exists.get(key.PK, key.SK) !== undefined;
       return evaluateCondition(condition, present ? { PK: key.PK, SK: key.SK } : undefined);
+    }
+    const attr = presenceAttr(condition);
+    if (attr !== undefined) {
+      const has = this.stmts.present.get(`$.${attr}`, key.PK, key.SK);
+      // The item as far as the condition can tell: present or not, with the attribute or without.
+      return evaluateCondition(condition, has === undefined ? undefined : { PK: key.PK, SK: key.SK, ...(has ? { [attr]: true } : {}) });
     }
     return evaluateCondition(condition, this.read(key));
   }
