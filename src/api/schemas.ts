@@ -140,6 +140,9 @@ export const FinishBody = Type.Object(
   {
     status: Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED')]),
     exit_code: Type.Integer({ minimum: -2147483648, maximum: 2147483647 }),
+    signal: Type.Optional(
+      Type.String({ pattern: '^SIG[A-Z0-9+]{1,12}$', description: 'the signal that ended the command (status FAILED)' }),
+    ),
   },
   closed,
 );
@@ -227,6 +230,7 @@ const ExecutionDef = Type.Object(
     content_hash: Type.String(),
     outputs: Type.Record(Type.String(), OutputRef),
     exit_code: Type.Optional(Type.Integer()),
+    signal: Type.Optional(Type.String()),
     finished_at: Type.Optional(Type.String()),
     uploads_in_progress: Type.Optional(Type.Array(Type.String())),
   },

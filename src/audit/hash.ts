@@ -23,7 +23,7 @@ export type AuditType = (typeof AUDIT_TYPES)[number];
 export const VIEW_FIELDS: Record<AuditType, readonly string[]> = {
   transition: [],
   approval: [],
-  execution: ['status', 'exit_code', 'finished_at', 'outputs', 'archive_objects'],
+  execution: ['status', 'exit_code', 'signal', 'finished_at', 'outputs', 'archive_objects'],
   execution_output: [],
   execution_finish: [],
   provenance: [],

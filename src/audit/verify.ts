@@ -97,6 +97,7 @@ async function crossCheck(
     const expected = finish ? finish.status : 'RUNNING';
     if (x.status !== expected) add(row, `status ${String(x.status)} differs from the chain (${String(expected)})`);
     if (finish && x.exit_code !== finish.exit_code) add(row, 'exit code differs from the finish record');
+    if (finish && x.signal !== finish.signal) add(row, 'signal differs from the finish record');
     for (const k of Object.keys(x))
       if (k.startsWith(RESERVATION_PREFIX) && typeof x[k] !== 'string') add(row, `malformed upload reservation ${k}`);
   }

@@ -20,7 +20,7 @@ export interface ExecRunLifecycle {
   /** APPROVED → EXECUTING (refused unless the approvals are valid); the run id. */
   start(artifactId: string, version: number): Promise<string>;
   upload(runId: string, name: ExecutionOutput, file: string): Promise<void>;
-  finish(runId: string, status: 'SUCCEEDED' | 'FAILED', exitCode: number): Promise<Record<string, unknown>>;
+  finish(runId: string, outcome: { status: 'SUCCEEDED' | 'FAILED'; exitCode: number; signal?: string }): Promise<Record<string, unknown>>;
 }
 
 export interface ExecRunInput {
@@ -70,12 +70,16 @@ export async function execRun(lifecycle: ExecRunLifecycle, input: ExecRunInput):
     const why = outcomeNote(outcome);
     if (why) {
       input.note(why);
-      // The run's record holds an exit code only; the stderr log keeps why (the signal, the spawn error).
+      // The run's record names a signal; the stderr log keeps why in words (the signal, the spawn error).
       if (!logErrors.stderr) await fs.appendFile(logs.stderr, `alp exec run: ${why}\n`).catch((e: Error) => (logErrors.stderr = e.message));
     }
     const uploadErrors = await uploadOutputs(lifecycle, runId, logs, logErrors, input);
     const status = outcome.exitCode === 0 ? 'SUCCEEDED' : 'FAILED';
-    const execution = await lifecycle.finish(runId, status, outcome.exitCode);
+    const execution = await lifecycle.finish(runId, {
+      status,
+      exitCode: outcome.exitCode,
+      ...(outcome.signal ? { signal: outcome.signal } : {}),
+    });
     return { execution, outcome, uploadErrors };
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

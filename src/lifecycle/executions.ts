@@ -54,8 +54,13 @@ export interface ExecutionItem extends Item {
   content_hash: string;
   outputs: Record<string, { key: string; digest: string; size: number }>;
   exit_code?: number;
+  /** The signal that ended the command (`SIGKILL`), when one did: the run is FAILED. */
+  signal?: string;
   finished_at?: string;
 }
+
+/** A POSIX signal name as Node reports it (`SIGTERM`, `SIGRTMIN`…). */
+const SIGNAL_NAME = /^SIG[A-Z0-9+]{1,12}$/;
 
 export async function startExecution(ctx: ServiceContext, actor: Principal, artifactId: string, version: number): Promise<ExecutionItem> {
   assertActor('startExecution', actor);
@@ -240,13 +245,17 @@ export async function finishExecution(
   ctx: ServiceContext,
   actor: Principal,
   runId: string,
-  input: { status: string; exitCode: number },
+  input: { status: string; exitCode: number; signal?: string },
 ): Promise<ExecutionItem> {
   assertActor('finishExecution', actor);
   if (input.status !== 'SUCCEEDED' && input.status !== 'FAILED') throw new InvalidInput('status must be SUCCEEDED or FAILED');
   if (!Number.isInteger(input.exitCode) || input.exitCode < -2147483648 || input.exitCode > 2147483647)
     throw new InvalidInput('exit code must be an integer');
+  if (input.signal !== undefined && !(typeof input.signal === 'string' && SIGNAL_NAME.test(input.signal)))
+    throw new InvalidInput('signal must be a signal name such as SIGKILL');
+  if (input.signal !== undefined && input.status !== 'FAILED') throw new InvalidInput('a run ended by a signal is FAILED');
   const status = input.status;
+  const signal = input.signal !== undefined ? { signal: input.signal } : {};
   const exec0 = await readExecution(ctx, runId);
   const head0 = await readHead(ctx, exec0.artifact_id);
   const ids = [exec0.artifact_id, ...(head0.compensates ? [head0.compensates.artifact_id] : [])];
@@ -259,19 +268,19 @@ export async function finishExecution(
     const at = ctx.clock.now().toISOString();
     const to = status === 'SUCCEEDED' ? 'EXECUTED' : 'FAILED';
     const move = planMove(head, v, to, 'execution', actor, at, {
-      reason: `run ${runId} ${status.toLowerCase()} with exit code ${input.exitCode}`,
+      reason: `run ${runId} ${status.toLowerCase()} with exit code ${input.exitCode}${input.signal ? ` (killed by ${input.signal})` : ''}`,
       remove: ['current_run'],
       fields: { run_id: runId },
     });
     const finish = {
       type: 'execution_finish' as const,
       keys: () => ({ SK: executionFinishSk(runId) }),
-      fields: { run_id: runId, status, exit_code: input.exitCode, finished_by: actor, outputs: exec.outputs },
+      fields: { run_id: runId, status, exit_code: input.exitCode, ...signal, finished_by: actor, outputs: exec.outputs },
     };
     const viewUpdate = {
       op: 'update' as const,
       key: { PK: exec.PK, SK: exec.SK },
-      update: { set: { status, exit_code: input.exitCode, finished_at: at } },
+      update: { set: { status, exit_code: input.exitCode, ...signal, finished_at: at } },
       condition: cond.eq('status', 'RUNNING'),
     };
     const plan = merge({ ops: [viewUpdate], entries: [finish] }, move);
@@ -320,6 +329,7 @@ export function executionView(e: ExecutionItem): Record<string, unknown> {
     content_hash: e.content_hash,
     outputs: e.outputs,
     ...(e.exit_code !== undefined ? { exit_code: e.exit_code } : {}),
+    ...(e.signal !== undefined ? { signal: e.signal } : {}),
     ...(e.finished_at ? { finished_at: e.finished_at } : {}),
     ...(reservations.length ? { uploads_in_progress: reservations } : {}),
   };

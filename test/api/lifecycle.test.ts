@@ -47,9 +47,11 @@ describe('HTTP API: the whole lifecycle through the API', () => {
       }
       const fin = await ok(200, 'POST', `/v1/executions/${runId}/finish`, {
         token: agent,
-        json: { status, exit_code: status === 'SUCCEEDED' ? 0 : 2 },
+        // A failed run here was ended by a signal: the run records its name.
+        json: { status, exit_code: status === 'SUCCEEDED' ? 0 : 143, ...(status === 'FAILED' ? { signal: 'SIGTERM' } : {}) },
       });
       assert.equal(fin.json.status, status);
+      assert.equal(fin.json.signal, status === 'FAILED' ? 'SIGTERM' : undefined);
       const v1 = (await h.call('GET', `/v1/artifacts/${id}/versions/${v}`, { token: agent })).json;
       seen.add(v1.state);
       return runId;

@@ -148,6 +148,14 @@ describe('alp exec run', () => {
     assert.match(r.stderr, /killed by SIGKILL \(exit code 137\)/);
     assert.ok(((doc.outputs as Outputs)['stderr.log']?.size ?? 0) > 0, 'the stderr log names the signal');
     assert.equal(((await alp(['artifact', 'show', id])).versions as Json[])[0]?.state, 'FAILED');
+    // The signal is part of the stored run and of its finish record, not only of this command's output.
+    const stored = await show(doc.run_id as string);
+    assert.deepEqual(
+      { status: stored.status, exit_code: stored.exit_code, signal: stored.signal },
+      { status: 'FAILED', exit_code: 137, signal: 'SIGKILL' },
+    );
+    const verified = await runAlp(['audit', 'verify', id, '--data', data, '--json'], { env: human as Record<string, string> });
+    assert.equal(verified.code, 0, verified.stdout + verified.stderr);
   });
 
   it('a non-zero exit: FAILED with that code; a missing --output-json file is said and the run still recorded', async () => {

@@ -176,7 +176,11 @@ function executionRoutes(api: Api): AnyRouteDef[] {
       schema: { params: RunParams, body: FinishBody, response: { 200: ExecutionResult } },
       handler: async (req) =>
         executionView(
-          await finishExecution(ctx, principalOf(req), req.params.run, { status: req.body.status, exitCode: req.body.exit_code }),
+          await finishExecution(ctx, principalOf(req), req.params.run, {
+            status: req.body.status,
+            exitCode: req.body.exit_code,
+            ...(req.body.signal !== undefined ? { signal: req.body.signal } : {}),
+          }),
         ),
     }),
   ];

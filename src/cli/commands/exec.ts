@@ -41,12 +41,14 @@ export function registerExecCommands(program: Command): void {
     .description('EXECUTING → EXECUTED (SUCCEEDED) or FAILED')
     .requiredOption('--status <status>', 'SUCCEEDED | FAILED')
     .requiredOption('--exit-code <n>', 'the process exit code')
+    .option('--signal <name>', 'the signal that ended the command (SIGKILL…; status FAILED)')
     .action(async (run: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         if (!/^-?\d+$/.test(o.exitCode)) throw new UsageError('--exit-code must be an integer');
         const e = await finishExecution(rt.ctx, await actingPrincipal(rt), run, {
           status: String(o.status).toUpperCase(),
           exitCode: Number(o.exitCode),
+          ...(o.signal !== undefined ? { signal: String(o.signal) } : {}),
         });
         output(rt.opts, executionView(e), () => `run ${e.run_id} ${e.status} (exit ${String(e.exit_code)})`);
       }),
@@ -69,7 +71,7 @@ export function registerExecCommands(program: Command): void {
           note: (line) => process.stderr.write(`alp exec run: ${line}\n`),
         });
         const e = r.execution;
-        output(rt.opts, { ...e, ...(r.outcome.signal ? { signal: r.outcome.signal } : {}) }, () => []);
+        output(rt.opts, e, () => []);
         if (!json) process.stderr.write(`alp exec run: run ${String(e.run_id)} ${String(e.status)} (exit ${String(e.exit_code)})\n`);
         // The run is recorded: an output that could not be is this command's error, else it exits as the command did.
         if (r.uploadErrors[0]) throw r.uploadErrors[0];
@@ -104,7 +106,7 @@ async function localLifecycle(rt: Runtime): Promise<ExecRunLifecycle> {
       const { body, size } = await openInputFile(file, name);
       await uploadOutput(rt.ctx, actor, run, name, body, { size });
     },
-    finish: async (run, status, exitCode) => executionView(await finishExecution(rt.ctx, actor, run, { status, exitCode })),
+    finish: async (run, outcome) => executionView(await finishExecution(rt.ctx, actor, run, outcome)),
   };
 }
 
