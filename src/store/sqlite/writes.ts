@@ -20,21 +20,23 @@ import type { Condition, Item, ItemKey, TransactOp, UpdateSpec } from '../item-s
 import { applyUpdate, attrsJson, evaluateCondition } from '../semantics.ts';
 import { type Row, toItem } from './scans.ts';
 
+/** Whether `leaf` holds for every condition below the and / or / not combinators of `c`. */
+function everyLeaf(c: Condition, leaf: (x: Condition) => boolean): boolean {
+  switch (c.kind) {
+    case 'and':
+      return c.all.every((x) => everyLeaf(x, leaf));
+    case 'or':
+      return c.any.every((x) => everyLeaf(x, leaf));
+    case 'not':
+      return everyLeaf(c.cond, leaf);
+    default:
+      return leaf(c);
+  }
+}
+
 /** Whether a condition looks at the item's existence only (never at an attribute). */
 function existenceOnly(c: Condition): boolean {
-  switch (c.kind) {
-    case 'exists':
-    case 'notExists':
-      return true;
-    case 'and':
-      return c.all.every(existenceOnly);
-    case 'or':
-      return c.any.every(existenceOnly);
-    case 'not':
-      return existenceOnly(c.cond);
-    default:
-      return false;
-  }
+  return everyLeaf(c, (x) => x.kind === 'exists' || x.kind === 'notExists');
 }
 
 /**
@@ -46,27 +48,14 @@ function existenceOnly(c: Condition): boolean {
  */
 function presenceAttr(c: Condition): string | undefined {
   let attr: string | undefined;
-  const walk = (x: Condition): boolean => {
-    switch (x.kind) {
-      case 'exists':
-      case 'notExists':
-        return true;
-      case 'attrExists':
-      case 'attrNotExists':
-        if (attr !== undefined && attr !== x.attr) return false;
-        attr = x.attr;
-        return /^[A-Za-z_][A-Za-z0-9_]*$/.test(x.attr) && !COLUMN_ATTRS.has(x.attr) && !(x.attr in Object.prototype);
-      case 'and':
-        return x.all.every(walk);
-      case 'or':
-        return x.any.every(walk);
-      case 'not':
-        return walk(x.cond);
-      default:
-        return false;
-    }
+  const leaf = (x: Condition): boolean => {
+    if (x.kind === 'exists' || x.kind === 'notExists') return true;
+    if (x.kind !== 'attrExists' && x.kind !== 'attrNotExists') return false;
+    if (attr !== undefined && attr !== x.attr) return false;
+    attr = x.attr;
+    return /^[A-Za-z_][A-Za-z0-9_]*$/.test(x.attr) && !COLUMN_ATTRS.has(x.attr) && !(x.attr in Object.prototype);
   };
-  return walk(c) ? attr : undefined;
+  return everyLeaf(c, leaf) ? attr : undefined;
 }
 
 const COLUMN_ATTRS = new Set(['PK', 'SK', 'GSI1PK', 'GSI1SK']);
