@@ -190,3 +190,15 @@ export async function* listAll(store: ContentStore, prefix: string): AsyncIterab
     cursor = page.cursor;
   } while (cursor);
 }
+
+/**
+ * A body's size when it is known before reading it: the declared `sizeHint`, or the total of an
+ * in-memory array of chunks (a metadata snapshot, a library caller's buffers).
+ */
+export function knownBodySize(body: Body, opts?: PutOptions): number | undefined {
+  if (opts?.sizeHint !== undefined) return opts.sizeHint;
+  if (!Array.isArray(body)) return undefined;
+  let size = 0;
+  for (const chunk of body as Uint8Array[]) size += chunk.byteLength;
+  return size;
+}

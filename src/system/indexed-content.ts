@@ -31,7 +31,14 @@
  * Every other property and method is the engine's own (a Proxy): `location`, `hasStorageClasses`, the
  * optional storage-class and lifecycle methods exactly when the engine has them, engine extras.
  */
-import type { Body, ContentStore, PutOptions, PutResult, StagedObject } from '../content/content-store.ts';
+import {
+  type Body,
+  type ContentStore,
+  knownBodySize,
+  type PutOptions,
+  type PutResult,
+  type StagedObject,
+} from '../content/content-store.ts';
 import type { Clock } from '../core/clock.ts';
 import { ReferenceScanner } from '../core/digest-scan.ts';
 import { HISTORY_SEGMENT_PREFIX, IMMUTABLE_PREFIXES, MUTABLE_PREFIXES } from '../core/object-keys.ts';
@@ -84,6 +91,16 @@ async function* tee(body: Body, scanner: ReferenceScanner): AsyncGenerator<Uint8
   }
 }
 
+/**
+ * The options an indexed body is staged with: the tee hides an in-memory array of chunks from the
+ * engine, so its size (known here) goes along as the declared size — the fs engine then hashes a small
+ * body on its own thread instead of through the hashing worker (content/fs/body-writer.ts).
+ */
+function teedOptions(body: Body, opts: PutOptions | undefined): PutOptions | undefined {
+  const size = knownBodySize(body, opts);
+  return size === undefined || opts?.sizeHint !== undefined ? opts : { ...opts, sizeHint: size };
+}
+
 /** What an entry for a finished scan says, or undefined when the scan failed (then: no entry). */
 async function entryFrom(key: string, result: PutResult, scanner: ReferenceScanner, clock: Clock): Promise<RefIndexEntry | undefined> {
   let digests: Set<string>;
@@ -126,7 +143,7 @@ class Indexer {
   async put(key: string, body: Body, opts?: PutOptions): Promise<PutResult> {
     if (!isIndexedKey(key)) return this.inner.put(key, body, opts);
     const scanner = scannerFor(key);
-    const result = await this.inner.put(key, tee(body, scanner), opts);
+    const result = await this.inner.put(key, tee(body, scanner), teedOptions(body, opts));
     await this.write(key, await entryFrom(key, result, scanner, this.clock));
     return result;
   }
@@ -134,7 +151,7 @@ class Indexer {
   async stage(key: string, body: Body, opts?: PutOptions): Promise<StagedObject> {
     if (!isIndexedKey(key)) return this.inner.stage(key, body, opts);
     const scanner = scannerFor(key);
-    const staged = await this.inner.stage(key, tee(body, scanner), opts);
+    const staged = await this.inner.stage(key, tee(body, scanner), teedOptions(body, opts));
     const entry = entryFrom(key, staged, scanner, this.clock);
     this.staged.set(staged, entry);
     return staged;

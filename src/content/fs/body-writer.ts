@@ -3,13 +3,14 @@
  * larger than one slot is gathered into pooled SharedArrayBuffer slots (hash-pool.ts): each full slot
  * is hashed on the worker while it is written at its offset, and is gathered into again only when both
  * are done — one copy per byte (the gathering), no per-write allocation, no hashing on this thread.
- * A body declared no larger than WORKER_MIN_BYTES is hashed here, written chunk by chunk.
+ * A body declared (or, an in-memory array, known) no larger than WORKER_MIN_BYTES is hashed here,
+ * written chunk by chunk.
  */
-import type { FileHandle } from 'node:fs/promises';
 import { type Digest, DigestAccumulator } from '../../core/digest.ts';
 import { TooLarge } from '../../core/errors.ts';
-import type { Body, PutOptions } from '../content-store.ts';
+import { type Body, knownBodySize, type PutOptions } from '../content-store.ts';
 import { HashSession, SLOT_BYTES, SLOTS, WORKER_MIN_BYTES } from '../hash-pool.ts';
+import { writeAt as writeSome } from './temp-file.ts';
 
 export interface Written {
   digest: Digest;
@@ -18,12 +19,13 @@ export interface Written {
 
 type WriteError = (e: unknown) => Error;
 
-export async function writeBody(fh: FileHandle, body: Body, opts: PutOptions, diskError: WriteError): Promise<Written> {
-  const small = opts.sizeHint !== undefined && opts.sizeHint <= WORKER_MIN_BYTES;
+export async function writeBody(fd: number, body: Body, opts: PutOptions, diskError: WriteError): Promise<Written> {
+  const size = knownBodySize(body, opts);
+  const small = size !== undefined && size <= WORKER_MIN_BYTES;
   const session = small ? undefined : HashSession.open();
-  if (!session) return writeHashingHere(fh, body, opts, diskError);
+  if (!session) return writeHashingHere(fd, body, opts, diskError);
   try {
-    return await writeHashingOnWorker(session, fh, body, opts, diskError);
+    return await writeHashingOnWorker(session, fd, body, opts, diskError);
   } finally {
     session.close();
   }
@@ -39,15 +41,12 @@ function asBuffer(chunk: Uint8Array): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
 }
 
-async function writeAt(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
+async function writeAt(fd: number, buf: Buffer, position: number): Promise<void> {
   let offset = 0;
-  while (offset < buf.length) {
-    const { bytesWritten } = await fh.write(buf, offset, buf.length - offset, position + offset);
-    offset += bytesWritten;
-  }
+  while (offset < buf.length) offset += await writeSome(fd, buf, offset, buf.length - offset, position + offset);
 }
 
-async function writeHashingHere(fh: FileHandle, body: Body, opts: PutOptions, diskError: WriteError): Promise<Written> {
+async function writeHashingHere(fd: number, body: Body, opts: PutOptions, diskError: WriteError): Promise<Written> {
   const acc = new DigestAccumulator();
   let pending: Promise<void> = Promise.resolve();
   for await (const chunk of body) {
@@ -58,7 +57,7 @@ async function writeHashingHere(fh: FileHandle, body: Body, opts: PutOptions, di
     checkLimit(acc.size, opts);
     // Hash the next chunk while the previous one is being written.
     await pending;
-    pending = writeAt(fh, buf, at).catch((e: unknown) => {
+    pending = writeAt(fd, buf, at).catch((e: unknown) => {
       throw diskError(e);
     });
   }
@@ -68,7 +67,7 @@ async function writeHashingHere(fh: FileHandle, body: Body, opts: PutOptions, di
 
 async function writeHashingOnWorker(
   session: HashSession,
-  fh: FileHandle,
+  fd: number,
   body: Body,
   opts: PutOptions,
   diskError: WriteError,
@@ -80,7 +79,7 @@ async function writeHashingOnWorker(
   let dispatched = 0;
   const dispatch = async () => {
     const view = (session.slots[slot] as Buffer).subarray(0, fill);
-    const write = writeAt(fh, view, dispatched).catch((e: unknown) => Promise.reject(diskError(e)));
+    const write = writeAt(fd, view, dispatched).catch((e: unknown) => Promise.reject(diskError(e)));
     dispatched += fill;
     const work = Promise.all([session.hash(slot, fill), write]);
     // Awaited when the slot comes round again or at the end; never an unhandled rejection meanwhile.

@@ -35,6 +35,7 @@ import { removeInterrupted } from './fs-cleanup.ts';
 import { ContentDirs, type TargetDir } from './fs-dirs.ts';
 import { diskError, mapFsError, notRegular } from './fs-errors.ts';
 import { reportedClass, walkListing, walkObjects } from './fs-walk.ts';
+import { closeInPool, closeSynced, fsyncFile, openTempFile } from './temp-file.ts';
 import { VerifiedFileStream } from './verified-file.ts';
 
 const TEMP_PREFIX = '.alp-tmp-';
@@ -58,7 +59,7 @@ export class FsContentStore implements ContentStore {
 
   private readonly staging = new Map<
     StagedObject,
-    { fh: FileHandle; tmpPath: string; finalPath: string; target: TargetDir; repair: boolean }
+    { fd: number; tmpPath: string; finalPath: string; target: TargetDir; repair: boolean }
   >();
 
   private readonly dirs: ContentDirs;
@@ -76,10 +77,10 @@ export class FsContentStore implements ContentStore {
     return new FsContentStore(await fs.realpath(root), opts);
   }
 
-  private async syncFile(fh: FileHandle, file: string): Promise<void> {
+  private async syncFile(fd: number, file: string): Promise<void> {
     try {
       await this.opts.fsyncHook?.({ kind: 'file', path: file });
-      await fh.sync();
+      await fsyncFile(fd);
     } catch (e) {
       throw diskError(e);
     }
@@ -103,10 +104,10 @@ export class FsContentStore implements ContentStore {
   /** Writes the bytes to a temp file in the target directory (O_EXCL), hashing them in the same pass (body-writer.ts). */
   async stage(key: string, body: Body, opts: PutOptions = {}): Promise<StagedObject> {
     const segments = validateObjectKey(key);
-    const { target, fh, tmpPath } = await this.openTemp(segments.slice(0, -1));
+    const { target, fd, tmpPath } = await this.openTemp(segments.slice(0, -1));
     const finalPath = path.join(target.dir, segments[segments.length - 1] as string);
     try {
-      const { digest, size } = await writeBody(fh, body, opts, (e) => diskError(e));
+      const { digest, size } = await writeBody(fd, body, opts, (e) => diskError(e));
       if (opts.expectedDigest && opts.expectedDigest !== digest) {
         throw new IntegrityError(`content does not match the expected digest ${opts.expectedDigest} (got ${digest})`, {
           key,
@@ -115,10 +116,10 @@ export class FsContentStore implements ContentStore {
         });
       }
       const staged: StagedObject = { key, digest, size };
-      this.staging.set(staged, { fh, tmpPath, finalPath, target, repair: opts.repair === true });
+      this.staging.set(staged, { fd, tmpPath, finalPath, target, repair: opts.repair === true });
       return staged;
     } catch (e) {
-      await fh.close().catch(() => {});
+      await closeInPool(fd);
       await fs.unlink(tmpPath).catch(() => {});
       this.dirs.removeEmpty(target.made);
       throw e;
@@ -136,8 +137,8 @@ export class FsContentStore implements ContentStore {
         const target = await this.dirs.ensure(dirSegments);
         made = target.made;
         const tmpPath = path.join(target.dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
-        const fh = await fs.open(tmpPath, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
-        return { target, fh, tmpPath };
+        const fd = await openTempFile(tmpPath, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
+        return { target, fd, tmpPath };
       } catch (e) {
         const vanished = (e as NodeJS.ErrnoException).code === 'ENOENT' || e instanceof NotFound;
         if (!vanished || attempt > 0) {
@@ -162,14 +163,14 @@ export class FsContentStore implements ContentStore {
     });
     for (const s of staged) this.staging.delete(s);
     let renamed = 0;
-    let closing: Promise<unknown> = Promise.resolve();
+    let closed = false;
     try {
-      await Promise.all(states.map((s) => this.syncFile(s.fh, s.tmpPath)));
+      await Promise.all(states.map((s) => this.syncFile(s.fd, s.tmpPath)));
       // A torn write (the file on disk shorter or longer than the bytes that were hashed) is never
       // published: one fstat per file, after the fsync, before the rename.
       states.forEach((s, i) => {
         const expected = (staged[i] as StagedObject).size;
-        const actual = fstatSync(s.fh.fd).size;
+        const actual = fstatSync(s.fd).size;
         if (actual !== expected)
           throw new IntegrityError(
             `torn write: ${(staged[i] as StagedObject).key} holds ${actual} bytes on disk, ${expected} were written`,
@@ -178,8 +179,9 @@ export class FsContentStore implements ContentStore {
             },
           );
       });
-      // Closing changes nothing on disk: it overlaps the links and the directory round.
-      closing = Promise.all(states.map((s) => s.fh.close()));
+      // Closing changes nothing on disk, and after the fsync it is a microsecond syscall (temp-file.ts).
+      closed = true;
+      for (const s of states) closeSynced(s.fd);
       for (const [i, s] of states.entries()) {
         await this.publishOne(staged[i] as StagedObject, s);
         renamed++;
@@ -190,11 +192,9 @@ export class FsContentStore implements ContentStore {
         states.flatMap((s) => [s.target.dir, ...s.target.parents]),
         states.flatMap((s) => s.target.fresh),
       );
-      await closing;
     } catch (e) {
-      await closing.catch(() => {});
       for (const s of states.slice(renamed)) {
-        await s.fh.close().catch(() => {});
+        if (!closed) await closeInPool(s.fd);
         await fs.unlink(s.tmpPath).catch(() => {});
         this.dirs.removeEmpty(s.target.made);
       }
@@ -247,7 +247,7 @@ export class FsContentStore implements ContentStore {
       const state = this.staging.get(s);
       if (!state) continue;
       this.staging.delete(s);
-      await state.fh.close().catch(() => {});
+      await closeInPool(state.fd);
       await fs.unlink(state.tmpPath).catch(() => {});
       this.dirs.removeEmpty(state.target.made);
     }
