@@ -5,7 +5,7 @@
  */
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { ERROR_CODES } from '../core/errors.ts';
-import { PRINCIPAL_KINDS } from '../lifecycle/model.ts';
+import { PRINCIPAL_KINDS, SIGNAL_NAME_PATTERN } from '../lifecycle/model.ts';
 import { VERSION_STATES } from '../lifecycle/state-machine.ts';
 
 const ULID = '^[0-9A-HJKMNP-TV-Z]{26}$';
@@ -140,9 +140,7 @@ export const FinishBody = Type.Object(
   {
     status: Type.Union([Type.Literal('SUCCEEDED'), Type.Literal('FAILED')]),
     exit_code: Type.Integer({ minimum: -2147483648, maximum: 2147483647 }),
-    signal: Type.Optional(
-      Type.String({ pattern: '^SIG[A-Z0-9+]{1,12}$', description: 'the signal that ended the command (status FAILED)' }),
-    ),
+    signal: Type.Optional(Type.String({ pattern: SIGNAL_NAME_PATTERN, description: 'the signal that ended the command (status FAILED)' })),
   },
   closed,
 );

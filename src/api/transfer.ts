@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { directReadOf } from '../content/direct-read.ts';
+import { sendChunks } from '../content/direct-read.ts';
 import { type Digest, fromStructuredDigest, toStructuredDigest } from '../core/digest.ts';
 import { IntegrityError, InvalidInput, TooLarge } from '../core/errors.ts';
 import type { ApiMetrics } from './metrics.ts';
@@ -248,9 +248,7 @@ export async function sendVerified(
     return res.write(chunk) ? Promise.resolve() : drained(res);
   };
   try {
-    const direct = directReadOf(stream);
-    if (direct) await direct.sendTo((chunk) => write(chunk, true));
-    else for await (const chunk of stream) await write(chunk as Buffer, false);
+    await sendChunks(stream, write);
     start();
     res.end();
   } catch (e) {

@@ -2,7 +2,7 @@ import { constants as C, createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { type ChunkWrite, directReadOf } from '../content/direct-read.ts';
+import { sendChunks } from '../content/direct-read.ts';
 import { NotFound, UsageError } from '../core/errors.ts';
 import { randomToken } from '../core/ids.ts';
 
@@ -32,7 +32,10 @@ export async function writeVerifiedOutput(stream: Readable, out: string): Promis
     const ignore = () => {};
     process.stdout.on('error', ignore);
     try {
-      await sendTo(stream, (chunk) => new Promise((resolve, reject) => process.stdout.write(chunk, (e) => (e ? reject(e) : resolve()))));
+      await sendChunks(
+        stream,
+        (chunk) => new Promise((resolve, reject) => process.stdout.write(chunk, (e) => (e ? reject(e) : resolve()))),
+      );
     } finally {
       process.stdout.off('error', ignore);
     }
@@ -49,7 +52,7 @@ export async function writeVerifiedOutput(stream: Readable, out: string): Promis
   try {
     // Each chunk at its own offset: the writes of consecutive chunks may overlap.
     let position = 0;
-    await sendTo(stream, async (chunk) => {
+    await sendChunks(stream, async (chunk) => {
       const at = position;
       position += chunk.length;
       let offset = 0;
@@ -64,12 +67,6 @@ export async function writeVerifiedOutput(stream: Readable, out: string): Promis
     await fs.unlink(tmp).catch(() => {});
     throw e;
   }
-}
-
-async function sendTo(stream: Readable, write: ChunkWrite): Promise<void> {
-  const direct = directReadOf(stream);
-  if (direct) return direct.sendTo(write);
-  for await (const chunk of stream) await write(chunk as Buffer);
 }
 
 const MAX_TEXT_FILE_BYTES = 256 * 1024 * 1024;

@@ -105,7 +105,6 @@ const idle: SharedArrayBuffer[] = [];
  */
 export class HashSession {
   readonly slots: Buffer[];
-  private size = 0;
   private done = false;
 
   private constructor(
@@ -126,13 +125,7 @@ export class HashSession {
     return new HashSession(shared, memory, shared.begin(memory));
   }
 
-  /** Bytes given to the hash so far. */
-  get bytes(): number {
-    return this.size;
-  }
-
   hash(slot: number, length: number): Promise<void> {
-    this.size += length;
     const m: HashRequest = { session: this.session, slot, offset: slot * SLOT_BYTES, length };
     return this.worker.request(m, `${this.session}:${slot}`).then(() => {});
   }

@@ -63,7 +63,7 @@ export class HeldRange {
   }
 
   /** Drops the held chunk and reports the failure. */
-  fail(message: string): IntegrityError {
+  private fail(message: string): IntegrityError {
     this.held = undefined;
     const err = new IntegrityError(message, { key: this.opts.key, expected: this.opts.expectedDigest });
     this.opts.onFailure?.(err);

@@ -33,7 +33,7 @@ import { assertActor } from './access.ts';
 import { countingApprovals, listApprovals } from './approvals.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import { ensureLease, instanceOf, localVerdict, ownerDead, ownerTag, parseOwner, processInstance, whileLeased } from './instance.ts';
-import type { HeadItem, Principal } from './model.ts';
+import { type HeadItem, type Principal, SIGNAL_NAME_PATTERN } from './model.ts';
 import { merge, planMove } from './moves.ts';
 import { combineCountOps } from './state-counts.ts';
 import { validateVersionNumber } from './validation.ts';
@@ -59,8 +59,7 @@ export interface ExecutionItem extends Item {
   finished_at?: string;
 }
 
-/** A POSIX signal name as Node reports it (`SIGTERM`, `SIGRTMIN`…). */
-const SIGNAL_NAME = /^SIG[A-Z0-9+]{1,12}$/;
+const SIGNAL_NAME = new RegExp(SIGNAL_NAME_PATTERN);
 
 export async function startExecution(ctx: ServiceContext, actor: Principal, artifactId: string, version: number): Promise<ExecutionItem> {
   assertActor('startExecution', actor);

@@ -8,6 +8,9 @@ import type { VersionState } from './state-machine.ts';
 
 export { type ArchivedObject, type HeadItem, PRINCIPAL_KINDS, type Principal, type PrincipalKind } from '../core/model.ts';
 
+/** A POSIX signal name as Node reports it (`SIGTERM`, `SIGRTMIN`…): what a run ended by a signal records. */
+export const SIGNAL_NAME_PATTERN = '^SIG[A-Z0-9+]{1,12}$';
+
 export interface VersionItem {
   PK: string;
   SK: string;

@@ -85,10 +85,6 @@ export function versionCreationOps(v: VersionItem): TransactOp[] {
  * in place of the first; deltas that cancel out are dropped, and so is an op left with none.
  */
 export function combineCountOps(ops: readonly TransactOp[]): TransactOp[] {
-  // The common plan (one move): a single counter op (stateCountOp's) with no zero delta is already combined.
-  const counts = ops.filter(isCountOp);
-  const deltas = Object.values(counts[0]?.update.add ?? {});
-  if (counts.length === 0 || (counts.length === 1 && deltas.length > 0 && deltas.every((d) => d !== 0))) return [...ops];
   const out: TransactOp[] = [];
   const byKey = new Map<string, Record<string, number>>();
   for (const op of ops) {

@@ -97,8 +97,9 @@ async function* tee(body: Body, scanner: ReferenceScanner): AsyncGenerator<Uint8
  * body on its own thread instead of through the hashing worker (content/fs/body-writer.ts).
  */
 function teedOptions(body: Body, opts: PutOptions | undefined): PutOptions | undefined {
-  const size = knownBodySize(body, opts);
-  return size === undefined || opts?.sizeHint !== undefined ? opts : { ...opts, sizeHint: size };
+  if (opts?.sizeHint !== undefined) return opts;
+  const size = knownBodySize(body);
+  return size === undefined ? opts : { ...opts, sizeHint: size };
 }
 
 /** What an entry for a finished scan says, or undefined when the scan failed (then: no entry). */
