@@ -79,7 +79,49 @@ const result: Promise<RetentionResult> = retention.run(1, 'QUARANTINE', host, { 
 const batch: Promise<ClaimedRecord[]> = new TelemetryQueue('data/alp.db').claim(1, 'host-exporter', new Date());
 const plan: Promise<RetentionPlanResult> = retention.plan(1, 'QUARANTINE', { maxArtifacts: 100 });
 void result; void batch; void plan; void openInstallation;
+import { AlpClient, AlpHttpError, IntegrityError, type Version, type Execution } from 'alp/client';
+import { createNodeClient, fileBody } from 'alp/client/node';
+const client = new AlpClient({ url: 'http://127.0.0.1:1', token: 'alp_x' });
+const created: Promise<Version> = client.createArtifact({ name: 'n', filename: 'f', labels: { a: 'b' } }, 'text');
+const run: Promise<Execution> = createNodeClient({ url: 'http://127.0.0.1:1' }).startExecution('id', 1);
+const state: Version['state'] = 'PROPOSED';
+void created; void run; void state; void fileBody; void AlpHttpError; void IntegrityError;
 `;
+
+/** alp/client from the tarball: constructed, and its re-hash refusing wrong bytes (no server needed). */
+const CLIENT_WAY = `
+const { AlpClient, IntegrityError } = await import('alp/client');
+const { createNodeClient } = await import('alp/client/node');
+const body = 'hello';
+const digest = 'sha-256=:LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=:';
+const answer = (text) => async () => new Response(text, { headers: { 'repr-digest': digest, 'content-length': String(text.length) } });
+const good = await (await new AlpClient({ url: 'http://alp.invalid', fetch: answer(body) }).getContent('A', 1)).text();
+let refused = false;
+try {
+  await (await createNodeClient({ url: 'http://alp.invalid', fetch: answer('hellO') }).getContent('A', 1)).text();
+} catch (e) {
+  refused = e instanceof IntegrityError && e.code === 'INTEGRITY';
+}
+console.log(JSON.stringify({ good, refused }));
+`;
+
+/** Every module dist/client/index.js reaches, by its static imports (relative ones followed). */
+function importGraph(entry: string): { files: string[]; external: string[] } {
+  const files = new Set<string>();
+  const external = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    const text = fs.readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]/g)) {
+      const spec = (m[1] ?? m[2]) as string;
+      if (spec.startsWith('.')) visit(path.resolve(path.dirname(file), spec));
+      else external.add(spec);
+    }
+  };
+  visit(entry);
+  return { files: [...files], external: [...external] };
+}
 
 describe('the package (issue 17 B14)', () => {
   let tarball: string;
@@ -96,6 +138,8 @@ describe('the package (issue 17 B14)', () => {
 
   it('package.json: exports with types, the bin and the files that ship', () => {
     assert.deepEqual(pkg.exports['.'], { types: './dist/index.d.ts', import: './dist/index.js' });
+    assert.deepEqual(pkg.exports['./client'], { types: './dist/client/index.d.ts', import: './dist/client/index.js' });
+    assert.deepEqual(pkg.exports['./client/node'], { types: './dist/client/node.d.ts', import: './dist/client/node.js' });
     assert.equal(pkg.types, './dist/index.d.ts');
     assert.ok(fs.existsSync(path.join(root, 'src/index.ts')), 'dist/index.js is built from src/index.ts');
     assert.equal(pkg.bin.alp, 'dist/cli/main.js');
@@ -113,6 +157,9 @@ describe('the package (issue 17 B14)', () => {
       'dist/index.d.ts',
       'dist/cli/main.js',
       'dist/retention/retention.d.ts',
+      'dist/client/index.js',
+      'dist/client/index.d.ts',
+      'dist/client/node.js',
       'package.json',
       'README.md',
     ]) {
@@ -166,5 +213,17 @@ describe('the package (issue 17 B14)', () => {
     };
     fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify(tsconfig));
     run(project, path.join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json']);
+
+    // alp/client: importable from the tarball, verifying what it reads.
+    fs.writeFileSync(path.join(project, 'client.mjs'), CLIENT_WAY);
+    const c = JSON.parse(run(project, process.execPath, ['client.mjs']).trim().split('\n').at(-1) as string);
+    assert.deepEqual(c, { good: 'hello', refused: true });
+    // Browser-safe: nothing alp/client reaches imports Node (node.js is the separate alp/client/node).
+    const graph = importGraph(path.join(dir, 'dist/client/index.js'));
+    assert.deepEqual(
+      graph.external.filter((s) => s.startsWith('node:') || !/^@sinclair\/typebox/.test(s)),
+      [],
+      `alp/client imports only ALP's own browser-safe modules (and TypeBox): ${graph.files.map((f) => path.relative(dir, f)).join(', ')}`,
+    );
   });
 });

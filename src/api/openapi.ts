@@ -5,6 +5,7 @@
  */
 import type { SwaggerOptions } from '@fastify/swagger';
 import { type Access, ROUTES, type RouteId } from './access.ts';
+import { CONTRACT, type ContractEntry } from './contract.ts';
 
 type Json = Record<string, unknown>;
 
@@ -79,12 +80,19 @@ function complete(doc: Json, rawRoutes: Map<string, { upload: boolean; download:
     if (access !== 'public')
       op.description = `${op.description ? `${op.description}\n\n` : ''}Allowed principal kinds: ${access.join(', ')}.`;
     const responses = (op.responses ?? {}) as Json;
+    const produces = (CONTRACT[id] as ContractEntry).produces;
+    if (produces) responses['200'] = documentResponse(id, produces);
     const raw = rawRoutes.get(`${spec.method} ${spec.url}`);
     if (raw?.upload) {
       op.requestBody = {
         required: true,
-        description: 'the raw bytes, streamed (never buffered whole)',
-        content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+        description: (CONTRACT[id] as ContractEntry).jsonBody
+          ? 'the raw bytes, streamed (never buffered whole); or a small artifact as JSON (at most 1 MiB of decoded content)'
+          : 'the raw bytes, streamed (never buffered whole)',
+        content: {
+          'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } },
+          ...jsonUploadBody(id),
+        },
       };
       responses['400'] ??= problem('invalid input, or the body does not match Repr-Digest (nothing stored; code INTEGRITY)');
       responses['413'] ??= problem('the body is larger than the upload limit (code TOO_LARGE)');
@@ -141,6 +149,23 @@ function complete(doc: Json, rawRoutes: Map<string, { upload: boolean; download:
     if (Object.keys(item).length === 0) delete paths[path];
   }
   return doc;
+}
+
+/** Creates and versions also take a small artifact as one JSON document (json-upload.ts). */
+function jsonUploadBody(id: RouteId): Json {
+  const schema = (CONTRACT[id] as ContractEntry).jsonBody;
+  return schema ? { 'application/json': { schema: JSON.parse(JSON.stringify(schema)) } } : {};
+}
+
+/** A 200 whose body is a document of its own media type (Prometheus text, this document, the page). */
+function documentResponse(id: RouteId, mediaType: string): Json {
+  const schema = mediaType.startsWith('application/json') ? { type: 'object' } : { type: 'string' };
+  const what: Partial<Record<RouteId, string>> = {
+    metrics: 'Prometheus text exposition format 0.0.4',
+    openapi: 'this OpenAPI 3.1 document',
+    docs: 'a readable HTML page of this API',
+  };
+  return { description: what[id] ?? 'the document', content: { [mediaType]: { schema } } };
 }
 
 const esc = (s: unknown) =>

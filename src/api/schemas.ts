@@ -1,15 +1,27 @@
 /**
  * JSON Schemas (TypeBox) of every path parameter, query, body and JSON response. Bodies are checked
  * strictly (no coercion, no unknown properties); path and query strings are converted to the declared
- * types first. `/openapi.json` is generated from these.
+ * types first. `/openapi.json` is generated from these, and the typed client (src/client/) takes its
+ * types from them through the route contract (contract.ts). Responses are as tight as their shape is
+ * known: enums for states and statuses, digest patterns, `date-time` formats, non-negative sizes, closed
+ * objects; audit entries stay open (each entry type carries its own fields) with their common fields
+ * typed. Browser-safe: nothing here imports Node.
  */
-import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { FormatRegistry, type Static, type TSchema, Type } from '@sinclair/typebox';
 import { ERROR_CODES } from '../core/errors.ts';
 import { PRINCIPAL_KINDS, SIGNAL_NAME_PATTERN } from '../lifecycle/model.ts';
-import { VERSION_STATES } from '../lifecycle/state-machine.ts';
+import { VERSION_STATES } from '../lifecycle/states.ts';
 
 const ULID = '^[0-9A-HJKMNP-TV-Z]{26}$';
 export const DIGEST = '^sha256:[0-9a-f]{64}$';
+/** RFC 3339 date-time (what `Date.toISOString()` writes, and any offset form). */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+
+// TypeBox refuses a format it does not know; `date-time` is declared once here for every checker that
+// uses these schemas (fastify's serializer and ajv know it themselves).
+if (!FormatRegistry.Has('date-time')) {
+  FormatRegistry.Set('date-time', (v) => DATE_TIME.test(v) && !Number.isNaN(Date.parse(v)));
+}
 
 const open = { additionalProperties: true } as const;
 const closed = { additionalProperties: false } as const;
@@ -18,7 +30,8 @@ export const ArtifactId = Type.String({ pattern: ULID, description: 'artifact id
 export const RunId = Type.String({ pattern: ULID, description: 'run id (ULID)' });
 export const VersionNumber = Type.Integer({ minimum: 1, maximum: 9_999_999_999, description: 'version number' });
 export const Digest = Type.String({ pattern: DIGEST, description: 'sha256:{64 hex}' });
-export const Timestamp = Type.String({ description: 'ISO-8601 UTC time' });
+export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 / ISO-8601 UTC time' });
+const Count = Type.Integer({ minimum: 0 });
 export const StateName = Type.Union(
   VERSION_STATES.map((s) => Type.Literal(s)),
   { description: 'version state' },
@@ -27,9 +40,13 @@ export const OutputName = Type.Union([Type.Literal('output.json'), Type.Literal(
   description: 'execution output',
 });
 
+export const PrincipalKindSchema = Type.Union(
+  PRINCIPAL_KINDS.map((k) => Type.Literal(k)),
+  { description: 'human, agent or service' },
+);
 export const PrincipalSchema = Type.Object(
-  { id: Type.String(), kind: Type.Union(PRINCIPAL_KINDS.map((k) => Type.Literal(k))) },
-  { ...open, description: 'who acted' },
+  { id: Type.String({ minLength: 1, maxLength: 256 }), kind: PrincipalKindSchema },
+  { ...closed, description: 'who acted' },
 );
 
 // ---- path parameters
@@ -54,10 +71,12 @@ export const ListQuery = Type.Object(
   },
   closed,
 );
+const ArtifactName = Type.String({ minLength: 1, maxLength: 1024, description: 'artifact name' });
+const RAW_ONLY = ' (required with a raw body; a JSON body carries it itself)';
 export const CreateQuery = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 1024, description: 'artifact name' }),
-    filename: Filename,
+    name: Type.Optional(Type.String({ ...ArtifactName, description: `artifact name${RAW_ONLY}` })),
+    filename: Type.Optional(Type.String({ ...Filename, description: `filename to record${RAW_ONLY}` })),
     kind: Type.Optional(Type.String({ maxLength: 200, description: 'kind, e.g. script, config, migration, report (default file)' })),
     label: Type.Optional(
       Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 64, description: 'labels, each key=value (repeatable)' }),
@@ -66,7 +85,10 @@ export const CreateQuery = Type.Object(
   },
   closed,
 );
-export const FilenameQuery = Type.Object({ filename: Filename }, closed);
+export const FilenameQuery = Type.Object(
+  { filename: Type.Optional(Type.String({ ...Filename, description: `filename to record${RAW_ONLY}` })) },
+  closed,
+);
 export const CompensationQuery = Type.Object(
   { filename: Filename, reason: Type.Optional(Type.String({ maxLength: 1000, description: 'why' })) },
   closed,
@@ -118,6 +140,37 @@ export const CreateHeaders = Type.Object(
 
 // ---- bodies
 
+/** Decoded bytes a JSON body may carry (`content`); anything larger is a raw, streamed upload. */
+export const JSON_CONTENT_LIMIT = 1024 * 1024;
+/** The JSON document itself: base64 of the limit, plus the other fields. */
+export const JSON_BODY_LIMIT = Math.ceil(JSON_CONTENT_LIMIT / 3) * 4 + 64 * 1024;
+const jsonContentFields = {
+  filename: Filename,
+  content: Type.String({
+    maxLength: Math.ceil(JSON_CONTENT_LIMIT / 3) * 4,
+    description: `the bytes, at most ${JSON_CONTENT_LIMIT} once decoded`,
+  }),
+  encoding: Type.Optional(
+    Type.Union([Type.Literal('utf8'), Type.Literal('base64')], { description: 'how `content` is written (default utf8)' }),
+  ),
+  content_hash: Type.Optional(
+    Type.String({ pattern: DIGEST, description: 'sha256 of the decoded bytes: a mismatch stores nothing (400, code INTEGRITY)' }),
+  ),
+};
+/** `POST /v1/artifacts` with `Content-Type: application/json`: a small artifact in one document. */
+export const JsonCreateBody = Type.Object(
+  {
+    name: ArtifactName,
+    ...jsonContentFields,
+    kind: Type.Optional(Type.String({ maxLength: 200 })),
+    labels: Type.Optional(Type.Record(Type.String({ maxLength: 1024 }), Type.String({ maxLength: 1024 }))),
+    quorum: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
+  },
+  { ...closed, description: 'a small artifact as JSON (raw bodies stream; this form is for tool-calling agents)' },
+);
+/** `POST /v1/artifacts/{id}/versions` with `Content-Type: application/json`. */
+export const JsonVersionBody = Type.Object(jsonContentFields, { ...closed, description: 'a small version as JSON' });
+
 export const TransitionBody = Type.Object(
   {
     to: Type.String({ minLength: 1, maxLength: 32, description: 'target state: PROPOSED (propose) or DRAFT (withdraw)' }),
@@ -160,141 +213,220 @@ export const ProvenanceBody = Type.Object(
 
 // ---- responses
 
+const ContentKey = Type.String({ minLength: 1, maxLength: 2048, description: 'object key in the content store' });
+const PositiveInt = Type.Integer({ minimum: 1 });
+
 const VersionDef = Type.Object(
   {
-    artifact_id: Type.String(),
-    version: Type.Integer(),
+    artifact_id: ArtifactId,
+    version: VersionNumber,
     name: Type.String(),
     kind: Type.String(),
-    state: Type.String(),
+    state: StateName,
     filename: Type.String(),
-    content_hash: Type.String(),
-    size: Type.Integer(),
-    content_key: Type.Optional(Type.String()),
-    metadata_key: Type.Optional(Type.String()),
-    metadata_hash: Type.Optional(Type.String()),
-    created_at: Type.String(),
+    content_hash: Digest,
+    size: Count,
+    content_key: Type.Optional(ContentKey),
+    metadata_key: Type.Optional(ContentKey),
+    metadata_hash: Type.Optional(Digest),
+    created_at: Timestamp,
     created_by: PrincipalSchema,
-    state_changed_at: Type.Optional(Type.String()),
-    compensating_from: Type.Optional(Type.String()),
-    archive_key: Type.Optional(Type.String()),
+    state_changed_at: Type.Optional(Timestamp),
+    compensating_from: Type.Optional(StateName),
+    archive_key: Type.Optional(ContentKey),
   },
-  { ...open, $id: 'Version', description: 'an artifact version' },
+  { ...closed, $id: 'Version', description: 'an artifact version' },
 );
 /** Responses reference shared schemas by $ref only (an inline copy of a schema with an $id breaks later refs). */
 export const VersionSchema = Type.Unsafe<Static<typeof VersionDef>>(Type.Ref('Version'));
 const VersionRef = VersionSchema;
 
+const ArchivedObjectSchema = Type.Object(
+  { original_key: ContentKey, archive_key: ContentKey, digest: Digest, size: Count },
+  { ...closed, description: 'an object copied (and verified) under archive/' },
+);
+
 const HeadDef = Type.Object(
   {
-    artifact_id: Type.String(),
+    artifact_id: ArtifactId,
     name: Type.String(),
     kind: Type.String(),
     labels: Type.Record(Type.String(), Type.String()),
-    quorum: Type.Integer(),
-    latest_version: Type.Integer(),
-    created_at: Type.String(),
+    quorum: PositiveInt,
+    latest_version: Count,
+    created_at: Timestamp,
     created_by: PrincipalSchema,
-    audit_seq: Type.Integer(),
-    audit_head_hash: Type.Union([Type.String(), Type.Null()]),
-    compensates: Type.Optional(Type.Object({ artifact_id: Type.String(), version: Type.Integer() }, open)),
-    archived: Type.Optional(Type.Object({}, open)),
+    audit_seq: Count,
+    audit_head_hash: Type.Union([Digest, Type.Null()]),
+    compensates: Type.Optional(Type.Object({ artifact_id: ArtifactId, version: VersionNumber }, closed)),
+    archived: Type.Optional(Type.Object({ at: Timestamp, objects: Type.Array(ArchivedObjectSchema) }, closed)),
   },
-  { ...open, $id: 'Artifact', description: 'an artifact (its HEAD)' },
+  { ...closed, $id: 'Artifact', description: 'an artifact (its HEAD)' },
 );
 const HeadRef = Type.Unsafe<Static<typeof HeadDef>>(Type.Ref('Artifact'));
+export const ArtifactSchema = HeadRef;
 
-export const ArtifactWithVersions = Type.Object({ ...HeadDef.properties, versions: Type.Array(VersionRef) }, open);
-export const Page = Type.Object(
-  { items: Type.Array(Type.Object({}, open)), cursor: Type.Optional(Type.String({ description: 'pass back to get the next page' })) },
-  open,
+const NextCursor = Type.Optional(Type.String({ minLength: 1, description: 'pass back to get the next page' }));
+export const ArtifactWithVersions = Type.Object({ ...HeadDef.properties, versions: Type.Array(VersionRef) }, closed);
+/** `GET /v1/artifacts`: versions (by state), or artifacts (by name). */
+export const ArtifactPage = Type.Object({ items: Type.Array(Type.Union([VersionRef, HeadRef])), cursor: NextCursor }, closed);
+export const VersionList = Type.Object({ artifact_id: ArtifactId, versions: Type.Array(VersionRef) }, closed);
+
+/** What every audit entry has; the rest depends on its type (docs/audit-format.md). */
+const entryFields = {
+  type: Type.String({
+    minLength: 1,
+    description: 'transition, approval, execution, execution_output, execution_finish, provenance, compensation',
+  }),
+  seq: Type.Integer({ minimum: 1 }),
+  timestamp: Timestamp,
+  hash: Type.Optional(Digest),
+};
+const Entry = Type.Object(entryFields, { ...open, description: 'an audit entry' });
+export const History = Type.Object({ artifact_id: ArtifactId, entries: Type.Array(Entry) }, closed);
+/** A query page's items: audit entries (and runs) with the artifact they belong to. */
+export const QueryPage = Type.Object({ items: Type.Array(Type.Object({ artifact_id: ArtifactId }, open)), cursor: NextCursor }, closed);
+/** @deprecated the list routes now have their own page types (ArtifactPage, QueryPage). */
+export const Page = Type.Object({ items: Type.Array(Type.Object({}, open)), cursor: NextCursor }, closed);
+
+const Approval = Type.Object(
+  {
+    ...entryFields,
+    type: Type.Literal('approval'),
+    version: VersionNumber,
+    decision: Type.Union([Type.Literal('APPROVE'), Type.Literal('REJECT')]),
+    actor: PrincipalSchema,
+    evidence_ref: Type.String(),
+    content_hash: Digest,
+    expires_at: Timestamp,
+    round: Count,
+    counted: Type.Boolean(),
+    not_counted_reason: Type.Optional(Type.String()),
+    comment: Type.Optional(Type.String()),
+  },
+  { ...open, description: 'an approval or rejection (an audit entry)' },
 );
-export const VersionList = Type.Object({ artifact_id: Type.String(), versions: Type.Array(VersionRef) }, open);
-const Entry = Type.Object({ type: Type.String(), seq: Type.Optional(Type.Integer()), timestamp: Type.Optional(Type.String()) }, open);
-export const History = Type.Object({ artifact_id: Type.String(), entries: Type.Array(Entry) }, open);
-export const ApprovalList = Type.Object({ artifact_id: Type.String(), approvals: Type.Array(Entry) }, open);
-export const DecisionResult = Type.Object({ approval: Entry, version: VersionRef }, open);
-const OutputDef = Type.Object({ key: Type.String(), digest: Type.String(), size: Type.Integer() }, { ...open, $id: 'OutputRecord' });
+export const ApprovalList = Type.Object({ artifact_id: ArtifactId, approvals: Type.Array(Approval) }, closed);
+export const DecisionResult = Type.Object({ approval: Approval, version: VersionRef }, closed);
+
+const OutputDef = Type.Object({ key: ContentKey, digest: Digest, size: Count }, { ...closed, $id: 'OutputRecord' });
 const OutputRef = Type.Unsafe<Static<typeof OutputDef>>(Type.Ref('OutputRecord'));
 export const OutputRecord = OutputRef;
 const ExecutionDef = Type.Object(
   {
-    run_id: Type.String(),
-    artifact_id: Type.String(),
-    version: Type.Integer(),
-    status: Type.String(),
-    started_at: Type.Optional(Type.String()),
+    run_id: RunId,
+    artifact_id: ArtifactId,
+    version: VersionNumber,
+    status: Type.Union([Type.Literal('RUNNING'), Type.Literal('SUCCEEDED'), Type.Literal('FAILED')]),
+    started_at: Type.Optional(Timestamp),
     started_by: PrincipalSchema,
-    content_hash: Type.String(),
-    outputs: Type.Record(Type.String(), OutputRef),
+    content_hash: Digest,
+    outputs: Type.Object(
+      { 'output.json': Type.Optional(OutputRef), 'stdout.log': Type.Optional(OutputRef), 'stderr.log': Type.Optional(OutputRef) },
+      closed,
+    ),
     exit_code: Type.Optional(Type.Integer()),
-    signal: Type.Optional(Type.String()),
-    finished_at: Type.Optional(Type.String()),
-    uploads_in_progress: Type.Optional(Type.Array(Type.String())),
+    signal: Type.Optional(Type.String({ pattern: SIGNAL_NAME_PATTERN })),
+    finished_at: Type.Optional(Timestamp),
+    uploads_in_progress: Type.Optional(Type.Array(OutputName)),
   },
-  { ...open, $id: 'Execution', description: 'an execution (run)' },
+  { ...closed, $id: 'Execution', description: 'an execution (run)' },
 );
 const ExecutionRef = Type.Unsafe<Static<typeof ExecutionDef>>(Type.Ref('Execution'));
-export const ExecutionList = Type.Object({ artifact_id: Type.String(), executions: Type.Array(ExecutionRef) }, open);
+export const ExecutionList = Type.Object({ artifact_id: ArtifactId, executions: Type.Array(ExecutionRef) }, closed);
 export const ExecutionResult = ExecutionRef;
-export const CompensationResult = Type.Object({ compensation: HeadRef, version: VersionRef, compensated: VersionRef }, open);
-export const ProvenanceResult = Type.Object(
-  {},
-  { ...open, description: '{artifact_id, steps} or, with format=in-toto, an in-toto Statement v1 (SLSA Provenance v1)' },
-);
+export const CompensationResult = Type.Object({ compensation: HeadRef, version: VersionRef, compensated: VersionRef }, closed);
+
 export const ProvenanceStep = Type.Object(
   {
-    step: Type.Integer(),
+    ...entryFields,
+    type: Type.Literal('provenance'),
+    step: Type.Integer({ minimum: 1 }),
     action: Type.String(),
     actor: Type.String({ description: 'who performed the step, as the recorder states it' }),
     recorded_by: Type.Object(
-      { id: Type.String(), kind: Type.String() },
+      { id: Type.String(), kind: PrincipalKindSchema },
       { ...open, description: 'the authenticated principal that recorded the step' },
     ),
     actor_claimed: Type.Boolean({ description: 'true when `actor` differs from `recorded_by`: the actor is only claimed' }),
+    inputs: Type.Array(Digest),
+    outputs: Type.Array(Digest),
+    tool: Type.Optional(Type.String()),
+    model: Type.Optional(Type.String()),
+    note: Type.Optional(Type.String()),
   },
-  open,
+  { ...open, description: 'a provenance step (hash-chained)' },
 );
-export const ArchiveResult = Type.Object(
+export const ProvenanceChain = Type.Object({ artifact_id: ArtifactId, steps: Type.Array(ProvenanceStep) }, closed);
+const DigestSet = Type.Object({ sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }) }, closed);
+const ResourceDescriptor = Type.Object({ uri: Type.String(), digest: DigestSet }, open);
+export const InTotoStatement = Type.Object(
   {
-    archived: Type.Array(
-      Type.Object({ original_key: Type.String(), archive_key: Type.String(), digest: Type.String(), size: Type.Integer() }, open),
+    _type: Type.Literal('https://in-toto.io/Statement/v1'),
+    subject: Type.Array(Type.Object({ name: Type.String(), digest: DigestSet, annotations: Type.Optional(Type.Object({}, open)) }, open)),
+    predicateType: Type.Literal('https://slsa.dev/provenance/v1'),
+    predicate: Type.Object(
+      {
+        buildDefinition: Type.Object(
+          {
+            buildType: Type.String(),
+            externalParameters: Type.Object({}, open),
+            internalParameters: Type.Optional(Type.Object({}, open)),
+            resolvedDependencies: Type.Optional(Type.Array(ResourceDescriptor)),
+          },
+          open,
+        ),
+        runDetails: Type.Object(
+          {
+            builder: Type.Object({ id: Type.String() }, open),
+            metadata: Type.Optional(Type.Object({}, open)),
+            byproducts: Type.Optional(Type.Array(ResourceDescriptor)),
+          },
+          open,
+        ),
+      },
+      open,
     ),
   },
-  open,
+  { ...closed, description: 'an in-toto Statement v1 with an SLSA Provenance v1 predicate' },
 );
+export const ProvenanceResult = Type.Union([ProvenanceChain, InTotoStatement], {
+  description: '{artifact_id, steps} or, with format=in-toto, an in-toto Statement v1 (SLSA Provenance v1)',
+});
+export const ArchiveResult = Type.Object({ archived: Type.Array(ArchivedObjectSchema) }, closed);
+const Finding = Type.Object({}, { ...open, description: 'what did not verify, and why' });
 export const Verification = Type.Object(
   {
-    artifact_id: Type.String(),
+    artifact_id: ArtifactId,
     ok: Type.Boolean(),
     content: Type.Object(
       {
-        objects: Type.Integer(),
-        bytes: Type.Integer(),
-        ok: Type.Integer(),
-        findings: Type.Array(Type.Object({}, open)),
-        stale: Type.Array(Type.Object({}, open), {
+        objects: Count,
+        bytes: Count,
+        ok: Count,
+        findings: Type.Array(Finding),
+        stale: Type.Array(Finding, {
           description: 'derived documents (provenance) that are what the committed items derive but not the recorded digest: not failures',
         }),
       },
       open,
     ),
-    audit: Type.Object({ entries: Type.Integer(), ok: Type.Boolean(), findings: Type.Array(Type.Object({}, open)) }, open),
+    audit: Type.Object({ entries: Count, ok: Type.Boolean(), findings: Type.Array(Finding) }, open),
   },
-  open,
+  closed,
 );
-export const WhoAmI = Type.Object({ principal: PrincipalSchema }, open);
-export const Health = Type.Object({ status: Type.String() }, open);
+export const WhoAmI = Type.Object({ principal: PrincipalSchema }, closed);
+export const Health = Type.Object({ status: Type.Literal('ok') }, closed);
 export const Ready = Type.Object(
-  { status: Type.String(), installation_id: Type.String(), metadata: Type.String(), content: Type.String() },
-  open,
+  { status: Type.Literal('ready'), installation_id: Type.String({ pattern: ULID }), metadata: Type.String(), content: Type.String() },
+  closed,
 );
 
 const ProblemDef = Type.Object(
   {
-    type: Type.String({ description: 'urn:alp:problem:{code}' }),
+    type: Type.String({ pattern: '^urn:alp:problem:[a-z_]+$', description: 'urn:alp:problem:{code}' }),
     title: Type.String(),
-    status: Type.Integer(),
+    status: Type.Integer({ minimum: 400, maximum: 599 }),
     detail: Type.String(),
     instance: Type.String({ description: 'the request path' }),
     code: Type.Union(
@@ -306,6 +438,7 @@ const ProblemDef = Type.Object(
   },
   { ...open, $id: 'Problem', description: 'RFC 9457 problem details' },
 );
+export type ProblemDocument = Static<typeof ProblemDef>;
 
 /** Shared schemas registered with fastify.addSchema (components.schemas in the OpenAPI document). */
 export const SHARED_SCHEMAS: TSchema[] = [VersionDef, HeadDef, OutputDef, ExecutionDef, ProblemDef];

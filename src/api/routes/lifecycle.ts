@@ -17,30 +17,8 @@ import { transition } from '../../lifecycle/transitions.ts';
 import { versionView } from '../../lifecycle/versions.ts';
 import type { Item } from '../../store/item-store.ts';
 import { principalOf } from '../auth.ts';
+import { CONTRACT } from '../contract.ts';
 import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
-import {
-  ApprovalList,
-  ArchiveResult,
-  CompensationQuery,
-  CompensationResult,
-  DecisionBody,
-  DecisionResult,
-  ExecutionList,
-  ExecutionResult,
-  FinishBody,
-  IdParams,
-  OutputParams,
-  OutputRecord,
-  ProvenanceBody,
-  ProvenanceQuery,
-  ProvenanceResult,
-  ProvenanceStep,
-  RunParams,
-  TransitionBody,
-  UploadHeaders,
-  VersionParams,
-  VersionSchema,
-} from '../schemas.ts';
 import { serveRepresentation, uploadInput, withUpload } from '../transfer.ts';
 
 export function lifecycleRoutes(api: Api): AnyRouteDef[] {
@@ -57,7 +35,7 @@ function reviewRoutes(api: Api): AnyRouteDef[] {
       description:
         'Every other move happens through its own operation (approvals, executions, compensation, archive); asking for it here is ILLEGAL_TRANSITION (409).',
       tags: ['lifecycle'],
-      schema: { params: VersionParams, body: TransitionBody, response: { 200: VersionSchema } },
+      schema: CONTRACT.transition.schema,
       handler: async (req) =>
         versionView(await transition(ctx, principalOf(req), req.params.id, req.params.v, parseState(req.body.to), req.body.reason)),
     }),
@@ -67,7 +45,7 @@ function reviewRoutes(api: Api): AnyRouteDef[] {
       description:
         'The approval binds the content hash (the version’s, or `content_hash` if given), carries `evidence_ref` and an expiry. Reaching the quorum moves the version to APPROVED; a rejection moves it to REJECTED.',
       tags: ['lifecycle'],
-      schema: { params: VersionParams, body: DecisionBody, response: { 201: DecisionResult } },
+      schema: CONTRACT.decide.schema,
       handler: async (req, reply) => {
         const b = req.body;
         let expiresInMs: number | undefined;
@@ -91,7 +69,7 @@ function reviewRoutes(api: Api): AnyRouteDef[] {
       id: 'listApprovals',
       summary: 'Every approval and rejection of an artifact, oldest first',
       tags: ['lifecycle'],
-      schema: { params: IdParams, response: { 200: ApprovalList } },
+      schema: CONTRACT.listApprovals.schema,
       handler: async (req) => ({ artifact_id: req.params.id, approvals: await approvalsOf(ctx, req.params.id) }),
     }),
   ];
@@ -105,7 +83,7 @@ function executionRoutes(api: Api): AnyRouteDef[] {
       id: 'startExecution',
       summary: 'Start an execution: APPROVED → EXECUTING after re-checking the approvals',
       tags: ['executions'],
-      schema: { params: VersionParams, response: { 201: ExecutionResult } },
+      schema: CONTRACT.startExecution.schema,
       handler: async (req, reply) => {
         const e = await startExecution(ctx, principalOf(req), req.params.id, req.params.v);
         reply.code(201).header('location', `/v1/executions/${e.run_id}`);
@@ -116,22 +94,22 @@ function executionRoutes(api: Api): AnyRouteDef[] {
       id: 'listExecutions',
       summary: 'The executions of an artifact',
       tags: ['executions'],
-      schema: { params: IdParams, response: { 200: ExecutionList } },
+      schema: CONTRACT.listExecutions.schema,
       handler: async (req) => ({ artifact_id: req.params.id, executions: await executionsOf(ctx, req.params.id) }),
     }),
     defineRoute({
       id: 'showExecution',
       summary: 'An execution and its outputs',
       tags: ['executions'],
-      schema: { params: RunParams, response: { 200: ExecutionResult } },
+      schema: CONTRACT.showExecution.schema,
       handler: async (req) => executionView(await readExecution(ctx, req.params.run)),
     }),
     defineRoute({
       id: 'uploadOutput',
       summary: 'Upload output.json, stdout.log or stderr.log of a running execution (raw body, streamed; once)',
       tags: ['executions'],
-      upload: true,
-      schema: { params: OutputParams, headers: UploadHeaders, response: { 201: OutputRecord } },
+      upload: CONTRACT.uploadOutput.upload,
+      schema: CONTRACT.uploadOutput.schema,
       handler: async (req, reply) => {
         const up = uploadInput(req, api.maxUploadBytes, api.metrics);
         const rec = await withUpload(up, api.metrics, api.inflight, req, () =>
@@ -153,8 +131,8 @@ function executionRoutes(api: Api): AnyRouteDef[] {
             ? 'The verified bytes of an execution output (streamed; Range supported)'
             : 'The headers of an execution output',
         tags: ['executions'],
-        download: true,
-        schema: { params: OutputParams },
+        download: CONTRACT[id].download,
+        schema: CONTRACT[id].schema,
         handler: async (req, reply) => {
           const { run, output } = req.params;
           const rec = await executionOutput(ctx, run, output);
@@ -173,7 +151,7 @@ function executionRoutes(api: Api): AnyRouteDef[] {
       id: 'finishExecution',
       summary: 'Finish an execution: EXECUTING → EXECUTED (SUCCEEDED) or FAILED',
       tags: ['executions'],
-      schema: { params: RunParams, body: FinishBody, response: { 200: ExecutionResult } },
+      schema: CONTRACT.finishExecution.schema,
       handler: async (req) =>
         executionView(
           await finishExecution(ctx, principalOf(req), req.params.run, {
@@ -196,8 +174,8 @@ function compensationProvenanceArchiveRoutes(api: Api): AnyRouteDef[] {
       description:
         'The content is stored as rollback-{filename} beside the compensated version; the compensation artifact has its own lifecycle.',
       tags: ['lifecycle'],
-      upload: true,
-      schema: { params: VersionParams, querystring: CompensationQuery, headers: UploadHeaders, response: { 201: CompensationResult } },
+      upload: CONTRACT.compensate.upload,
+      schema: CONTRACT.compensate.schema,
       handler: async (req, reply) => {
         const up = uploadInput(req, api.maxUploadBytes, api.metrics);
         const r = await withUpload(up, api.metrics, api.inflight, req, () =>
@@ -218,7 +196,7 @@ function compensationProvenanceArchiveRoutes(api: Api): AnyRouteDef[] {
       id: 'getProvenance',
       summary: 'The provenance chain, or (format=in-toto) an in-toto Statement v1 with an SLSA Provenance v1 predicate',
       tags: ['provenance'],
-      schema: { params: IdParams, querystring: ProvenanceQuery, response: { 200: ProvenanceResult } },
+      schema: CONTRACT.getProvenance.schema,
       handler: async (req) =>
         req.query.format === 'in-toto'
           ? inTotoStatement(ctx, req.params.id)
@@ -228,7 +206,7 @@ function compensationProvenanceArchiveRoutes(api: Api): AnyRouteDef[] {
       id: 'addProvenance',
       summary: 'Append a provenance step (hash-chained)',
       tags: ['provenance'],
-      schema: { params: IdParams, body: ProvenanceBody, response: { 201: ProvenanceStep } },
+      schema: CONTRACT.addProvenance.schema,
       handler: async (req, reply) => {
         const step = await addProvenance(ctx, principalOf(req), req.params.id, req.body);
         reply.code(201);
@@ -239,7 +217,7 @@ function compensationProvenanceArchiveRoutes(api: Api): AnyRouteDef[] {
       id: 'archive',
       summary: 'Archive a settled artifact: copy and verify every object under archive/, then move its versions to ARCHIVED',
       tags: ['lifecycle'],
-      schema: { params: IdParams, response: { 200: ArchiveResult } },
+      schema: CONTRACT.archive.schema,
       handler: async (req) => archiveArtifact(ctx, principalOf(req), req.params.id),
     }),
   ];
