@@ -1,8 +1,8 @@
 /**
  * Bearer authentication and the kind check. The token's sha256 names a principal (principals.ts);
  * the route table (access.ts) names the route's operation and the shared access table
- * (lifecycle/access.ts) says which kinds may perform it. Missing or unknown token: 401; a known
- * principal of the wrong kind: 403. Runs in onRequest, before any body byte is read. Over HTTP there
+ * (lifecycle/access.ts) says which kinds may perform it. Missing, unknown, revoked or expired token:
+ * 401 (expiry judged on the server's injected clock); a known principal of the wrong kind: 403. Runs in onRequest, before any body byte is read. Over HTTP there
  * is no local operator: every caller is its token's principal.
  */
 import type { FastifyRequest } from 'fastify';

@@ -7,6 +7,7 @@ import type { ServiceContext } from '../system/context.ts';
 import { stateKey } from '../telemetry/queue.ts';
 import { allHeads } from './chain.ts';
 import { type Checkpoint, type CounterCheck, checkAuditCounter, verifyCheckpoint } from './counter.ts';
+import { verifyTokenLog } from './token-log.ts';
 import { type ChainReport, verifyArtifactAudit } from './verify.ts';
 
 export interface AuditVerifySummary {
@@ -19,6 +20,8 @@ export interface AuditVerifySummary {
   broken: ChainReport[];
   /** The append counter check, when every chain was verified. */
   counter?: CounterCheck;
+  /** The token log (token-log.ts), when every chain was verified: its entries (counted apart from `entries`). */
+  token_log?: { entries: number; ok: boolean };
 }
 
 export interface AuditVerifyOptions {
@@ -53,6 +56,8 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
   // Truncation evidence outside the chains: the append counter (all chains) and a checkpoint.
   const counter = opts.artifactId ? undefined : await checkAuditCounter(ctx);
   if (counter && !counter.ok) reports.push(outsideChain('*', `${stateKey.PK} ${stateKey.SK}`, counter.detail));
+  const tokenLog = opts.artifactId ? undefined : await verifyTokenLog(ctx);
+  if (tokenLog && !tokenLog.ok) reports.push(tokenLog);
   if (opts.checkpoint)
     for (const f of await verifyCheckpoint(ctx, opts.checkpoint))
       reports.push(outsideChain(f.artifact_id, `checkpoint ${f.artifact_id}`, f.problem));
@@ -63,5 +68,6 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
     ok: broken.length === 0,
     broken,
     ...(counter ? { counter } : {}),
+    ...(tokenLog ? { token_log: { entries: tokenLog.entries, ok: tokenLog.ok } } : {}),
   };
 }

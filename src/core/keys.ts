@@ -108,6 +108,19 @@ export const runPk = (runId: string) => `RUN#${runId}`;
 export const RUN_POINTER_SK = 'POINTER';
 export const tokenPk = (tokenHash: string) => `TOKEN#${tokenHash}`;
 export const TOKEN_SK = 'TOKEN';
+/**
+ * TOKENS: the token index (issue 19 B8), one partition written only by token administration: an entry
+ * per token (`ID#{token_id}`, what `alp token list` reads instead of scanning the table), the token
+ * log (`LOG#{seq:10}`, hash-chained, src/audit/token-log.ts) and its head (`LOG_HEAD`), and the mark
+ * that tokens minted before the index have their entries (`INDEXED`).
+ */
+export const TOKENS_PK = 'TOKENS';
+export const TOKEN_ENTRY_SK_PREFIX = 'ID#';
+export const tokenEntrySk = (tokenId: string) => `${TOKEN_ENTRY_SK_PREFIX}${tokenId}`;
+export const TOKEN_LOG_SK_PREFIX = 'LOG#';
+export const tokenLogSk = (seq: number) => `${TOKEN_LOG_SK_PREFIX}${pad(seq, SEQ_DIGITS)}`;
+export const TOKEN_LOG_HEAD_SK = 'LOG_HEAD';
+export const TOKEN_INDEX_MARK_SK = 'INDEXED';
 /** IDEM#{principal}#{sha256 hex of the key} / IDEM: an idempotency key's record (lifecycle/idempotency.ts). */
 export const idempotencyPk = (principalId: string, keyHash: string) => `IDEM#${principalId}#${keyHash}`;
 export const IDEMPOTENCY_SK = 'IDEM';
