@@ -2,6 +2,7 @@
  * The layer rules of docs/design.md, enforced by `npm run lint` (dependency-cruiser over src/):
  *
  *   entry points  src/cli/ src/api/ src/web/      parse, authenticate, call services, render
+ *                 src/mcp/                        the MCP tools (served by cli/ on stdio, api/ at /mcp)
  *   runtime       src/runtime/                    opens an installation, registers the services' hooks
  *   services      src/{lifecycle,audit,telemetry,retention,recovery}/   the rules
  *   system        src/system/                     installation-wide state (beside the contracts)
@@ -104,14 +105,21 @@ module.exports = {
       comment: 'Services, system/, contracts and core/ never import runtime/ or an entry point.',
       severity: 'error',
       from: { path: `^src/(${SERVICES.join('|')}|system|store|content|core)/` },
-      to: { path: '^src/(runtime|cli|api|web)/' },
+      to: { path: '^src/(runtime|cli|api|web|mcp)/' },
     },
     {
       name: 'runtime-below-entry-points',
       comment: 'runtime/ is used by the entry points and never imports one.',
       severity: 'error',
       from: { path: '^src/runtime/' },
-      to: { path: '^src/(cli|api|web)/' },
+      to: { path: '^src/(cli|api|web|mcp)/' },
+    },
+    {
+      name: 'mcp-below-its-servers',
+      comment: 'The MCP tools (mcp/) call services; the CLI (stdio) and the HTTP server (/mcp) serve them, never the reverse.',
+      severity: 'error',
+      from: { path: '^src/mcp/' },
+      to: { path: '^src/(cli|api|web|runtime)/' },
     },
     {
       name: 'entry-points-apart',

@@ -16,6 +16,7 @@ import { telemetryMetricsCollector } from '../telemetry/metrics.ts';
 import type { Api } from './define.ts';
 import { collectRoutePatterns, registerErrorHandlers } from './error-handlers.ts';
 import { registerRequestHooks } from './hooks.ts';
+import { registerMcpRoute } from './mcp-route.ts';
 import { ApiMetrics, type MetricsCollector, withMetricsSink } from './metrics.ts';
 import { answerNodeLevelRequests, fastifyOptions } from './node-requests.ts';
 import { openapiPath } from './openapi.ts';
@@ -97,6 +98,8 @@ export async function buildServer(base: ServiceContext, options: ServerOptions =
   registerRequestHooks(app, api);
   registerErrorHandlers(app, patterns);
   await registerRoutes(app, api, rawRoutes);
+  // The MCP tools for agents at POST /mcp (stateless Streamable HTTP, same bearer tokens).
+  registerMcpRoute(app, api, options.version ?? 'dev');
   if (options.webRoot !== false) registerWebApp(app, options.webRoot ?? defaultWebRoot());
   await app.ready();
   return serverHandle(app, api, state);
