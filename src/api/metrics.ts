@@ -1,4 +1,10 @@
 /**
+ * Why bytes failed their digest: the client's claim was wrong (a refused upload, not damage), or the
+ * stored bytes no longer match (damage, found while serving them).
+ */
+export type IntegrityCause = 'client_digest' | 'stored_bytes';
+
+/**
  * Prometheus metrics of one server (its own registry, so several servers can live in one process):
  * requests and latencies by route and status, body bytes in and out, integrity failures, transitions
  * by target state, uploads in flight, Node's process metrics, and the telemetry outbox counters
@@ -15,7 +21,7 @@ export class ApiMetrics {
   readonly duration: Histogram<'method' | 'route' | 'status'>;
   readonly bytesIn: Counter<'route'>;
   readonly bytesOut: Counter<'route'>;
-  readonly integrityFailures: Counter<'operation'>;
+  readonly integrityFailures: Counter<'operation' | 'cause'>;
   readonly transitions: Counter<'to'>;
   readonly uploadsInFlight: Gauge;
 
@@ -48,8 +54,8 @@ export class ApiMetrics {
     });
     this.integrityFailures = new Counter({
       name: 'alp_integrity_failures_total',
-      help: 'Bytes that did not match their digest: download (stored object corrupt, response aborted) or upload (client digest mismatch, nothing kept)',
-      labelNames: ['operation'],
+      help: 'Bytes that did not match their digest, by cause: client_digest (an upload whose body did not match the digest the client sent: refused, nothing kept, no damage) or stored_bytes (a stored object that failed verification while served: the response was aborted)',
+      labelNames: ['operation', 'cause'],
       registers,
     });
     this.transitions = new Counter({

@@ -137,7 +137,7 @@ export async function withUpload<T>(
     return await fn();
   } catch (e) {
     if (e instanceof IntegrityError && input.expectedDigest) {
-      metrics.integrityFailures.inc({ operation: 'upload' });
+      metrics.integrityFailures.inc({ operation: 'upload', cause: 'client_digest' });
       throw new HttpProblem(400, 'INTEGRITY', `the body does not match the client digest; nothing was stored (${e.message})`, {
         details: { expected: input.expectedDigest, ...(e.details?.actual ? { actual: e.details.actual } : {}) },
       });
@@ -279,7 +279,7 @@ function socketWrite(res: ServerResponse, chunk: Buffer): Promise<void> {
 }
 
 function onIntegrityFailure(request: FastifyRequest, metrics: ApiMetrics, e: IntegrityError, sent: number): void {
-  metrics.integrityFailures.inc({ operation: 'download' });
+  metrics.integrityFailures.inc({ operation: 'download', cause: 'stored_bytes' });
   request.log.error(
     { code: e.code, key: e.details?.key, expected: e.details?.expected, bytes_sent: sent },
     `integrity failure while serving ${pathOf(request.url)}: ${e.message}`,

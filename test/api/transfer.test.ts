@@ -93,7 +93,7 @@ describe('HTTP API: client digests', () => {
     const listed = await h.call('GET', '/v1/artifacts?name=digest-check', { token: h.tokens.agent });
     assert.deepEqual(listed.json.items, []);
     const metrics = (await h.call('GET', '/metrics')).text;
-    assert.match(metrics, /alp_integrity_failures_total\{operation="upload"\} 1/);
+    assert.match(metrics, /alp_integrity_failures_total\{operation="upload",cause="client_digest"\} 1/);
 
     const good = await h.call('POST', '/v1/artifacts?name=digest-check&filename=blob.bin', {
       token: h.tokens.agent,
@@ -347,7 +347,7 @@ describe('HTTP API: verified downloads', () => {
     };
     const auth = { authorization: `Bearer ${h.tokens.service}` };
     const before = Number(
-      /alp_integrity_failures_total\{operation="download"\} (\d+)/.exec((await h.call('GET', '/metrics')).text)?.[1] ?? 0,
+      /alp_integrity_failures_total\{operation="download",cause="stored_bytes"\} (\d+)/.exec((await h.call('GET', '/metrics')).text)?.[1] ?? 0,
     );
 
     // Small: verified completely before the first byte goes out.
@@ -398,7 +398,7 @@ describe('HTTP API: verified downloads', () => {
     failures++;
 
     const metrics = (await h.call('GET', '/metrics')).text;
-    const after = Number(/alp_integrity_failures_total\{operation="download"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+    const after = Number(/alp_integrity_failures_total\{operation="download",cause="stored_bytes"\} (\d+)/.exec(metrics)?.[1] ?? 0);
     assert.equal(after - before, failures);
     assert.ok(
       h.logs.some((l) => l.level === 50 && String(l.msg).startsWith('integrity failure')),

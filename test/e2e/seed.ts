@@ -22,6 +22,9 @@ export interface Seeded {
   drafts: number;
 }
 
+/** The last line of the failed deploy run's stderr.log (after 120 lines of retries). */
+export const FAILED_LAST_LINE = 'error: deployment "api" exceeded its progress deadline';
+
 const sha = (b: Uint8Array | string) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
 export async function seed(url: string, tokens: SeedTokens, opts: { bigLogBytes?: number; drafts?: number } = {}): Promise<Seeded> {
@@ -130,6 +133,18 @@ export async function seed(url: string, tokens: SeedTokens, opts: { bigLogBytes?
     outputs: [report.content_hash],
   });
   await propose(mid, 2);
+  // Two approvals of v2 recorded but not counted: one binds v1's digest, one had expired when given.
+  await human('POST', `/v1/artifacts/${mid}/versions/2/approvals`, {
+    decision: 'APPROVE',
+    evidence_ref: 'WRONG-DIGEST',
+    content_hash: m1.content_hash,
+    expires_in: '30d',
+  });
+  await human('POST', `/v1/artifacts/${mid}/versions/2/approvals`, {
+    decision: 'APPROVE',
+    evidence_ref: 'EXPIRED-1',
+    expires_at: '2020-01-01T00:00:00.000Z',
+  });
 
   // A deploy script: v1 failed and was compensated by a rollback; v2 ran.
   const deploy = await create('deploy-api', 'deploy.sh', 'script', '#!/bin/sh\nset -e\nkubectl apply -f api.yaml\n');
@@ -138,7 +153,7 @@ export async function seed(url: string, tokens: SeedTokens, opts: { bigLogBytes?
   await approve(did, 1, 'CHG-2001');
   const runFailed = await run(did, 1, 'FAILED', {
     'stdout.log': 'deployment.apps/api configured\nwaiting for rollout\n',
-    'stderr.log': 'error: deployment "api" exceeded its progress deadline\n',
+    'stderr.log': `${lines(120, (i) => `retry ${i + 1}: waiting for deployment "api" rollout`).join('\n')}\n${FAILED_LAST_LINE}\n`,
   });
   const comp = (await agent(
     'POST',

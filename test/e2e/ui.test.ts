@@ -3,7 +3,9 @@
  * installation: a human signs in, finds the PROPOSED migration, inspects its content and provenance,
  * approves exactly its digest and sees the state change; an agent is not offered approval and the API
  * refuses it; a 50 MiB log opens without freezing the page and loads in 256 KiB ranges; every view is
- * screenshotted at 1280 and 390 px (test-results/screenshots/) and has no serious axe-core violation.
+ * screenshotted at 1280 and 390 px and in the dark scheme (test-results/screenshots/), has no serious
+ * axe-core violation and no horizontal overflow. Issue 19's second round (review.ts, tools.ts) runs
+ * against the same server.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -11,8 +13,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { E2eEnv } from './env.ts';
 import { type AlpProcess, axe, launchChromium, SCREENSHOTS, serious, startAlp } from './harness.ts';
+import { reviewTests } from './review.ts';
 import { type Seeded, seed } from './seed.ts';
+import { toolTests } from './tools.ts';
 
 // Browser globals, used only inside page.evaluate callbacks (these files compile without the DOM library).
 declare const window: Record<string, unknown>;
@@ -69,6 +74,15 @@ describe('web UI end to end (Chromium)', { timeout: 300_000 }, () => {
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
   }
 
+  const env: E2eEnv = {
+    alp: () => alp,
+    data: () => data,
+    dataDir: () => path.join(dir, 'data'),
+    newPage: (width) => newPage(width),
+    signIn: (page, token, at) => signIn(page, token, at),
+    check: (page, name, width, report) => check(page, name, width, report),
+  };
+
   it('signs in as an agent: approving is not offered, and the API refuses it', async () => {
     const { context, page } = await newPage();
     try {
@@ -77,6 +91,7 @@ describe('web UI end to end (Chromium)', { timeout: 300_000 }, () => {
       // The default view is the review queue: PROPOSED versions, with counts per state.
       await page.getByRole('heading', { level: 1, name: 'Proposed versions' }).waitFor();
       const proposedTab = page.getByRole('navigation', { name: 'Versions by state' }).getByRole('link', { name: /Proposed/ });
+      await proposedTab.locator('.count', { hasText: /^\d+$/ }).waitFor();
       assert.match(await text(proposedTab), /Proposed\s*1/);
       await page.getByRole('link', { name: data.migration.name, exact: true }).click();
       await page.getByTestId('decision-panel').waitFor();
@@ -264,6 +279,7 @@ describe('web UI end to end (Chromium)', { timeout: 300_000 }, () => {
       assert.match(await text(alert), /UNAUTHENTICATED/);
       await page.getByLabel('Access token').fill(alp.human.token);
       await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
       await page.goto(`${alp.url}/artifacts/01ARZ3NDEKTSV4RRFFQ69G5FAV`);
       await page.getByRole('heading', { name: 'Artifact not available' }).waitFor();
       const problem = await text(page.getByRole('alert'));
@@ -331,26 +347,43 @@ describe('web UI end to end (Chromium)', { timeout: 300_000 }, () => {
       { name: 'not-found', path: '/artifacts/01ARZ3NDEKTSV4RRFFQ69G5FAV', ready: (p) => p.getByRole('alert').waitFor() },
     ];
     const report: string[] = [];
-    for (const width of WIDTHS) {
+    // The dark scheme: the views whose colours differ most (badges, diff, graph, viewer, forms, problems).
+    const darkViews = new Set([
+      'artifacts-by-state',
+      'version-content',
+      'version-approve',
+      'history',
+      'approvals',
+      'run',
+      'provenance',
+      'diff',
+      'operations',
+      'not-found',
+    ]);
+    const passes = [...WIDTHS.map((width) => ({ width, dark: false })), { width: WIDTHS[0], dark: true }];
+    for (const { width, dark } of passes) {
       const { context, page } = await newPage(width);
+      const suffix = dark ? '-dark' : '';
       try {
+        if (dark) await page.emulateMedia({ colorScheme: 'dark' });
         await page.goto(`${alp.url}/`);
         await page.getByLabel('Access token').waitFor();
-        await check(page, 'signin', width, report);
+        await check(page, `signin${suffix}`, width, report);
         await page.getByLabel('Access token').fill(alp.human.token);
         await page.getByRole('button', { name: 'Sign in' }).click();
         await page.getByRole('button', { name: 'Sign out' }).waitFor();
         for (const v of views) {
+          if (dark && !darkViews.has(v.name)) continue;
           await page.goto(`${alp.url}${v.path}`);
           await v.ready(page);
-          await check(page, v.name, width, report);
+          await check(page, `${v.name}${suffix}`, width, report);
         }
       } finally {
         await context.close();
       }
     }
     const files = fs.readdirSync(SCREENSHOTS).filter((f) => f.endsWith('.png'));
-    assert.ok(files.length >= (views.length + 1) * WIDTHS.length, files.join(', '));
+    assert.ok(files.length >= (views.length + 1) * WIDTHS.length + darkViews.size + 1, files.join(', '));
     if (report.length) console.log(`axe (moderate/minor, not failing):\n${report.join('\n')}`);
   });
 
@@ -407,14 +440,19 @@ describe('web UI end to end (Chromium)', { timeout: 300_000 }, () => {
     }
   });
 
+  reviewTests(env);
+  toolTests(env);
+
   it('keeps the token out of URLs, cookies, localStorage and the server log; no page error', async () => {
     for (const t of [alp.human.token, alp.agent.token]) {
       assert.ok(!requestedUrls.some((u) => u.includes(t)), 'a URL carried a token');
       assert.ok(!alp.logs().includes(t), 'the server log carries a token');
     }
     assert.ok(requestedUrls.length > 50);
-    assert.ok(!requestedUrls.some((u) => !u.startsWith(alp.url)), 'every request goes to the ALP server itself');
-    const paths = requestedUrls.map((u) => new URL(u).pathname);
+    // Verified downloads are saved from blob: URLs of the page's own origin (bytes already in the page).
+    const fetched = requestedUrls.filter((u) => !u.startsWith(`blob:${alp.url}/`));
+    assert.ok(!fetched.some((u) => !u.startsWith(alp.url)), 'every request goes to the ALP server itself');
+    const paths = fetched.map((u) => new URL(u).pathname);
     const outside = paths.filter((p) => !/^\/(v1|assets|artifacts|runs)\/|^\/(artifacts|operations|signin|favicon\.svg)?$/.test(p));
     assert.deepEqual(outside, [], 'the page loads its own files and talks only to /v1');
     const { context, page } = await newPage();

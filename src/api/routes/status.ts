@@ -42,7 +42,17 @@ export const OperationsStatus = Type.Object(
       },
       open,
     ),
-    integrity_failures: Type.Object({ total: Count, by_operation: Type.Record(Type.String(), Count) }, open),
+    integrity_failures: Type.Object(
+      {
+        total: Count,
+        by_operation: Type.Record(Type.String(), Count),
+        by_cause: Type.Record(Type.String(), Count, {
+          description:
+            '`client_digest`: uploads refused because the body did not match the client’s digest (nothing kept, no damage); `stored_bytes`: stored objects that failed verification while served',
+        }),
+      },
+      open,
+    ),
     transitions: Type.Object({ total: Count, by_state: Type.Record(Type.String(), Count) }, open),
     uploads_in_flight: Count,
   },
@@ -81,6 +91,7 @@ export function statusRoutes(api: Api): AnyRouteDef[] {
         const retention = await retentionStatus(api.ctx);
         const runs = (retention.recent_runs as Array<Record<string, unknown>>).map(({ restore: _r, ...run }) => run);
         const integrity = await counterValues(api.metrics.integrityFailures, 'operation');
+        const integrityCauses = await counterValues(api.metrics.integrityFailures, 'cause');
         const transitions = await counterValues(api.metrics.transitions, 'to');
         const inFlight = (await api.metrics.uploadsInFlight.get()).values[0]?.value ?? 0;
         return {
@@ -88,7 +99,11 @@ export function statusRoutes(api: Api): AnyRouteDef[] {
           since: started,
           telemetry: telemetry ?? null,
           retention: { observations: retention.observations, recent_runs: runs },
-          integrity_failures: { total: Object.values(integrity).reduce((a, b) => a + b, 0), by_operation: integrity },
+          integrity_failures: {
+            total: Object.values(integrity).reduce((a, b) => a + b, 0),
+            by_operation: integrity,
+            by_cause: integrityCauses,
+          },
           transitions: { total: Object.values(transitions).reduce((a, b) => a + b, 0), by_state: transitions },
           uploads_in_flight: inFlight,
         };

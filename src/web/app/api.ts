@@ -1,8 +1,9 @@
 /**
  * The only way the UI talks to the server: the public /v1 API with the signed-in token as
- * `Authorization: Bearer`. The token lives in this tab's sessionStorage only: never in a URL, a
- * cookie, localStorage or a log line. Errors are the API's problem+json documents, shown by their
- * `title` and `code`.
+ * `Authorization: Bearer`. The token lives in this tab's sessionStorage; only when the user opts in
+ * ("remember on this device") is it also kept in localStorage, so links opened in new tabs are signed
+ * in. Never in a URL, a cookie or a log line; signing out clears both stores. Errors are the API's
+ * problem+json documents, shown by their `title` and `code`.
  */
 
 import type { Static } from '@sinclair/typebox';
@@ -33,34 +34,75 @@ const TOKEN_KEY = 'alp.token';
 const PRINCIPAL_KEY = 'alp.principal';
 const listeners = new Set<() => void>();
 
+/** localStorage, or nothing where the browser refuses it (then the token stays per tab). */
+function deviceStore(): Storage | undefined {
+  try {
+    return window.localStorage;
+  } catch {
+    return undefined;
+  }
+}
+
+function read(key: string): string | null {
+  return sessionStorage.getItem(key) ?? deviceStore()?.getItem(key) ?? null;
+}
+
+const notify = () => {
+  for (const l of listeners) l();
+};
+
 export const session = {
   token(): string | null {
-    return sessionStorage.getItem(TOKEN_KEY);
+    return read(TOKEN_KEY);
   },
   principal(): Principal | null {
-    const raw = sessionStorage.getItem(PRINCIPAL_KEY);
-    if (!raw || !sessionStorage.getItem(TOKEN_KEY)) return null;
+    const raw = read(PRINCIPAL_KEY);
+    if (!raw || !read(TOKEN_KEY)) return null;
     try {
       return JSON.parse(raw) as Principal;
     } catch {
       return null;
     }
   },
-  signIn(token: string, principal: Principal): void {
+  /** Whether the token is remembered on this device (localStorage). */
+  remembered(): boolean {
+    return Boolean(deviceStore()?.getItem(TOKEN_KEY));
+  },
+  signIn(token: string, principal: Principal, remember = false): void {
     sessionStorage.setItem(TOKEN_KEY, token);
     sessionStorage.setItem(PRINCIPAL_KEY, JSON.stringify(principal));
-    for (const l of listeners) l();
+    const device = deviceStore();
+    if (remember && device) {
+      device.setItem(TOKEN_KEY, token);
+      device.setItem(PRINCIPAL_KEY, JSON.stringify(principal));
+    } else {
+      // A sign-in that does not ask to be remembered replaces one that was.
+      device?.removeItem(TOKEN_KEY);
+      device?.removeItem(PRINCIPAL_KEY);
+    }
+    notify();
   },
   signOut(): void {
-    sessionStorage.removeItem(TOKEN_KEY);
-    sessionStorage.removeItem(PRINCIPAL_KEY);
-    for (const l of listeners) l();
+    for (const store of [sessionStorage, deviceStore()]) {
+      store?.removeItem(TOKEN_KEY);
+      store?.removeItem(PRINCIPAL_KEY);
+    }
+    notify();
   },
   subscribe(listener: () => void): () => void {
     listeners.add(listener);
     return () => listeners.delete(listener);
   },
 };
+
+// Signing out in another tab of a remembered session signs this tab out too.
+window.addEventListener('storage', (e) => {
+  if (e.key !== TOKEN_KEY || e.newValue !== null || e.oldValue === null) return;
+  if (sessionStorage.getItem(TOKEN_KEY) !== e.oldValue) return;
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(PRINCIPAL_KEY);
+  notify();
+});
 
 async function problemOf(res: Response): Promise<Problem> {
   const type = res.headers.get('content-type') ?? '';

@@ -70,14 +70,69 @@ export function StateBadge({ state }: { state: string }) {
   return <span class={`badge state-${state.toLowerCase()}`}>{state}</span>;
 }
 
-/** A digest: short by default (the full value in the title and for screen readers), or in full. */
-export function Digest({ value, full = false }: { value: string | undefined | null; full?: boolean }) {
+/**
+ * A digest: short by default (the full value in the title), or in full (wrapping anywhere); with
+ * `copy`, a button puts the full value on the clipboard.
+ */
+export function Digest({ value, full = false, copy = false }: { value: string | undefined | null; full?: boolean; copy?: boolean }) {
   if (!value) return <span class="muted">—</span>;
-  if (full) return <code class="digest digest-full">{value}</code>;
-  return (
+  const shown = full ? (
+    <code class="digest digest-full">{value}</code>
+  ) : (
     <code class="digest" title={value}>
       {shortDigest(value)}
     </code>
+  );
+  if (!copy) return shown;
+  return (
+    <span class="digest-with-copy">
+      {shown} <CopyButton value={value} />
+    </span>
+  );
+}
+
+async function writeClipboard(text: string): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return;
+  } catch {
+    // No clipboard API here (or no permission): the older selection route.
+  }
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.className = 'offscreen';
+  document.body.append(area);
+  area.select();
+  const ok = document.execCommand('copy');
+  area.remove();
+  if (!ok) throw new Error('the browser refused to copy');
+}
+
+/** A "Copy" button for one value; says "Copied" (to screen readers too) once it is on the clipboard. */
+export function CopyButton({ value, what = 'digest' }: { value: string; what?: string }) {
+  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(timer.current), []);
+  const copy = async () => {
+    try {
+      await writeClipboard(value);
+      setState('copied');
+    } catch {
+      setState('failed');
+    }
+    clearTimeout(timer.current);
+    timer.current = setTimeout(() => setState('idle'), 4000);
+  };
+  return (
+    <span class="copy-wrap">
+      <button type="button" class="copy" aria-label={`Copy ${what} ${value}`} title={`Copy ${value}`} onClick={() => void copy()}>
+        {state === 'copied' ? 'Copied' : 'Copy'}
+      </button>
+      <span class="sr-only" role="status">
+        {state === 'copied' ? `${what} copied` : state === 'failed' ? `could not copy the ${what}` : ''}
+      </span>
+    </span>
   );
 }
 

@@ -8,10 +8,10 @@ import { Digest, ErrorBox, type Fact, Facts, Loading, PageTitle, problemOf, Stat
 import { formatBytes } from '../lib/format.ts';
 import { Link } from '../router.tsx';
 import { ApprovalsTab } from './approvals.tsx';
-import { Labels } from './artifacts.tsx';
 import { DiffTab } from './diff.tsx';
 import { ExecutionsTab } from './executions.tsx';
 import { HistoryTab } from './history.tsx';
+import { Labels } from './labels.tsx';
 import { ProvenanceTab } from './provenance.tsx';
 import { VersionView } from './version.tsx';
 

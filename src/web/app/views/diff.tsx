@@ -65,7 +65,7 @@ export function DiffTab({ art, query }: { art: ArtifactWithVersions; query: URLS
   );
 }
 
-function DiffBody({ art, va, vb }: { art: ArtifactWithVersions; va: Version; vb: Version }) {
+export function DiffBody({ art, va, vb }: { art: ArtifactWithVersions; va: Version; vb: Version }) {
   const [loaded, setLoaded] = useState<Loaded | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   useEffect(() => {

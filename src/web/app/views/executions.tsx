@@ -5,6 +5,18 @@ import { formatBytes } from '../lib/format.ts';
 import { Link } from '../router.tsx';
 
 export const OUTPUTS = ['stdout.log', 'stderr.log', 'output.json'] as const;
+export type OutputName = (typeof OUTPUTS)[number];
+
+export function isOutputName(name: string): name is OutputName {
+  return (OUTPUTS as readonly string[]).includes(name);
+}
+
+/** The outputs in the order to read them: a failed run's stderr first (where it says why). */
+export function outputOrder(e: Execution): OutputName[] {
+  const names: OutputName[] = OUTPUTS.filter((n) => e.outputs[n]);
+  if (e.status !== 'FAILED' || !names.includes('stderr.log')) return names;
+  return ['stderr.log', ...names.filter((n) => n !== 'stderr.log')];
+}
 
 export function RunStatus({ status }: { status: string }) {
   return <span class={`badge run-${status.toLowerCase()}`}>{status}</span>;
@@ -48,7 +60,7 @@ export function ExecutionsTab({ art }: { art: ArtifactWithVersions }) {
 }
 
 export function OutputLinks({ run }: { run: Execution }) {
-  const names = OUTPUTS.filter((n) => run.outputs[n]);
+  const names = outputOrder(run);
   if (names.length === 0) return <p class="muted">No outputs uploaded.</p>;
   return (
     <ul class="outputs">

@@ -7,12 +7,44 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { type ArtifactWithVersions, api, type HistoryEntry, type Principal } from '../api.ts';
 import { Digest, ErrorBox, Loading, StateBadge, Time, useApi, Who } from '../components.tsx';
+import { approvalStanding, type DecisionLike, latestRounds, type Standing } from '../lib/approvals.ts';
 import { formatBytes } from '../lib/format.ts';
 import { Link } from '../router.tsx';
+import { StandingNote } from './approvals.tsx';
 
 const s = (v: unknown) => (v === undefined || v === null ? '' : String(v));
 
-function describe(e: HistoryEntry, art: ArtifactWithVersions): { title: string; body: ComponentChildren; who?: Principal } {
+interface Described {
+  title: string;
+  body: ComponentChildren;
+  who?: Principal;
+  /** A class beside `entry-{type}` (an approval that does not count is not drawn as one that does). */
+  variant?: string;
+}
+
+function decisionTitle(e: HistoryEntry, st: Standing): string {
+  if (st.kind === 'rejection') return `v${s(e.version)} rejected`;
+  if (st.kind === 'counted') return `v${s(e.version)} approved (counted)`;
+  if (st.kind === 'lapsed') return `v${s(e.version)} approved (no longer counted)`;
+  return `v${s(e.version)} approval not counted`;
+}
+
+function describeDecision(e: HistoryEntry, st: Standing): Described {
+  return {
+    title: decisionTitle(e, st),
+    who: e.actor as Principal,
+    variant: `standing-${st.kind}`,
+    body: (
+      <>
+        evidence <code class="wrap">{s(e.evidence_ref)}</code>, bound to <Digest value={s(e.content_hash)} />, expires{' '}
+        <Time iso={s(e.expires_at)} /> — <StandingNote standing={st} />
+        {e.comment ? <span class="muted"> — “{s(e.comment)}”</span> : null}
+      </>
+    ),
+  };
+}
+
+function describe(e: HistoryEntry, art: ArtifactWithVersions, standing: (e: HistoryEntry) => Standing): Described {
   switch (e.type) {
     case 'transition':
       return {
@@ -34,17 +66,7 @@ function describe(e: HistoryEntry, art: ArtifactWithVersions): { title: string; 
         ),
       };
     case 'approval':
-      return {
-        title: `v${s(e.version)} ${e.decision === 'APPROVE' ? 'approved' : 'rejected'}`,
-        who: e.actor as Principal,
-        body: (
-          <>
-            evidence <code>{s(e.evidence_ref)}</code>, bound to <Digest value={s(e.content_hash)} />, expires <Time iso={s(e.expires_at)} />
-            {e.decision === 'APPROVE' ? (e.counted ? ' — counted' : ` — not counted: ${s(e.not_counted_reason)}`) : ''}
-            {e.comment ? <span class="muted"> — “{s(e.comment)}”</span> : null}
-          </>
-        ),
-      };
+      return describeDecision(e, standing(e));
     case 'execution':
       return {
         title: `run started on v${s(e.version)}`,
@@ -122,6 +144,13 @@ function describe(e: HistoryEntry, art: ArtifactWithVersions): { title: string; 
 
 export function HistoryTab({ art }: { art: ArtifactWithVersions }) {
   const history = useApi<{ entries: HistoryEntry[] }>(`/v1/artifacts/${art.artifact_id}/history`);
+  const entries = history.data?.entries ?? [];
+  const rounds = latestRounds(entries.filter((e) => e.type === 'approval') as unknown as DecisionLike[]);
+  const now = Date.now();
+  const standing = (e: HistoryEntry) => {
+    const d = e as unknown as DecisionLike;
+    return approvalStanding(d, now, rounds.get(d.version));
+  };
   return (
     <>
       <section aria-labelledby="history-h">
@@ -135,9 +164,9 @@ export function HistoryTab({ art }: { art: ArtifactWithVersions }) {
         {history.data ? (
           <ol class="timeline">
             {history.data.entries.map((e) => {
-              const d = describe(e, art);
+              const d = describe(e, art, standing);
               return (
-                <li key={e.seq} class={`entry entry-${e.type}`}>
+                <li key={e.seq} class={`entry entry-${e.type}${d.variant ? ` ${d.variant}` : ''}`}>
                   <div class="entry-head">
                     <span class="seq">
                       <span class="sr-only">entry </span>#{e.seq}

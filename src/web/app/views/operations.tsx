@@ -1,13 +1,14 @@
 /**
- * Operations, read-only: versions per state, integrity failures, the telemetry outbox, retention's
- * observations and recent runs, transitions since the server started. No maintenance action is
+ * Operations, read-only: versions per state (the store's own counts), integrity failures split by
+ * cause (a refused upload is not damage), the telemetry outbox explained, retention's observations
+ * and recent runs, and what this server process saw since it started. No maintenance action is
  * reachable from the browser (retention, recovery and telemetry delivery are CLI-only).
  */
 
 import type { Principal } from '../api.ts';
 import { type OperationsStatus, STATES, type StateCounts } from '../api.ts';
 import { Digest, ErrorBox, Loading, PageTitle, Time, useApi, Who } from '../components.tsx';
-import { formatBytes, formatCount } from '../lib/format.ts';
+import { formatBytes, formatCount, plural } from '../lib/format.ts';
 import { Link } from '../router.tsx';
 
 export function Operations() {
@@ -38,59 +39,81 @@ export function Operations() {
       <ErrorBox error={counts.error} />
       {!ops.data && !ops.error ? <Loading what="Loading the operations status" /> : null}
       <div class="ops-grid">
-        {counts.data ? (
-          <section class="panel" aria-labelledby="ops-states">
-            <h2 id="ops-states">Versions by state</h2>
-            <dl class="counts">
-              {STATES.map((s) => (
-                <div key={s}>
-                  <dt>
-                    <Link href={`/artifacts?state=${s}`}>{s}</Link>
-                  </dt>
-                  <dd>{formatCount(counts.data?.states[s] ?? 0)}</dd>
-                </div>
-              ))}
-              <div class="total">
-                <dt>Total</dt>
-                <dd>
-                  {formatCount(counts.data.total)}
-                  {counts.data.exact ? '' : '+'}
-                </dd>
-              </div>
-            </dl>
-          </section>
-        ) : null}
+        {counts.data ? <StoreStates counts={counts.data} /> : null}
         {ops.data ? <Integrity ops={ops.data} /> : null}
         {ops.data ? <Telemetry ops={ops.data} /> : null}
-        {ops.data ? <Transitions ops={ops.data} /> : null}
+        {ops.data ? <ThisServer ops={ops.data} /> : null}
       </div>
       {ops.data ? <Retention ops={ops.data} /> : null}
     </section>
   );
 }
 
+function StoreStates({ counts }: { counts: StateCounts }) {
+  return (
+    <section class="panel" aria-labelledby="ops-states">
+      <h2 id="ops-states">Versions by state</h2>
+      <p class="muted small" data-testid="states-source">
+        {counts.source === 'index'
+          ? 'Counted from the state index (the per-state counters are not backfilled yet: run alp maintenance recount-states).'
+          : 'Kept by the store in the transaction of every state change: the whole installation, whichever server or CLI made the change.'}
+      </p>
+      <dl class="counts" data-testid="store-states">
+        {STATES.map((s) => (
+          <div key={s}>
+            <dt>
+              <Link href={`/artifacts?state=${s}`}>{s}</Link>
+            </dt>
+            <dd>{formatCount(counts.states[s] ?? 0)}</dd>
+          </div>
+        ))}
+        <div class="total">
+          <dt>Total</dt>
+          <dd>
+            {formatCount(counts.total)}
+            {counts.exact ? '' : '+'}
+          </dd>
+        </div>
+      </dl>
+    </section>
+  );
+}
+
 function Integrity({ ops }: { ops: OperationsStatus }) {
-  const f = ops.integrity_failures;
+  const cause = ops.integrity_failures.by_cause ?? {};
+  const client = cause.client_digest ?? 0;
+  const stored = cause.stored_bytes ?? 0;
   return (
     <section class="panel" aria-labelledby="ops-integrity">
-      <h2 id="ops-integrity">Integrity failures</h2>
-      <p class={`big ${f.total > 0 ? 'bad' : 'ok'}`} data-testid="integrity-total">
-        {formatCount(f.total)}
+      <h2 id="ops-integrity">Integrity</h2>
+      <p class="muted small">
+        Counted by this server since it started (<Time iso={ops.since} />
+        ).
+      </p>
+      <dl class="counts">
+        <div>
+          <dt>Stored bytes failed verification</dt>
+          <dd class={stored > 0 ? 'bad' : 'ok'} data-testid="integrity-stored">
+            {formatCount(stored)}
+          </dd>
+        </div>
+        <div>
+          <dt>Client sent a wrong digest</dt>
+          <dd data-testid="integrity-client">{formatCount(client)}</dd>
+        </div>
+      </dl>
+      <p class="small">
+        {stored > 0 ? (
+          <strong class="bad">Damage: a stored object no longer matches its digest (its download was aborted). </strong>
+        ) : (
+          'No stored object failed verification. '
+        )}
+        Check every object with <code>alp verify --all</code>.
       </p>
       <p class="muted small">
-        Bytes that did not match their digest since this server started (<Time iso={ops.since} />
-        ): downloads aborted, uploads refused.
+        A wrong client digest is a refused upload (HTTP 400, nothing kept), not damage: the client’s <code>Repr-Digest</code> did not match
+        the body it sent.
       </p>
-      {Object.keys(f.by_operation).length > 0 ? (
-        <dl class="counts">
-          {Object.entries(f.by_operation).map(([k, v]) => (
-            <div key={k}>
-              <dt>{k}</dt>
-              <dd>{formatCount(v)}</dd>
-            </div>
-          ))}
-        </dl>
-      ) : null}
     </section>
   );
 }
@@ -123,6 +146,12 @@ function Telemetry({ ops }: { ops: OperationsStatus }) {
   return (
     <section class="panel" aria-labelledby="ops-telemetry">
       <h2 id="ops-telemetry">Telemetry outbox</h2>
+      <p class="small" data-testid="telemetry-explained">
+        Every audit write also puts a record in this bounded, durable outbox (in the store, for the whole installation). Nothing in the
+        server sends it anywhere: an exporter drains it — <code>alp telemetry drain --to stdout</code> (or{' '}
+        <code>--to http://127.0.0.1:PORT/PATH</code>) claims records, sends them and acknowledges them; <code>alp telemetry stats</code>{' '}
+        prints these counters.
+      </p>
       {!t ? (
         <p class="empty">The outbox has not been used yet.</p>
       ) : (
@@ -133,7 +162,7 @@ function Telemetry({ ops }: { ops: OperationsStatus }) {
               <dd data-testid="telemetry-accepted">{formatCount(t.accepted)}</dd>
             </div>
             <div>
-              <dt>Delivered</dt>
+              <dt>Delivered (acknowledged by an exporter)</dt>
               <dd>{formatCount(t.delivered)}</dd>
             </div>
             <div>
@@ -145,33 +174,41 @@ function Telemetry({ ops }: { ops: OperationsStatus }) {
               <dd class={t.exhausted > 0 ? 'bad' : ''}>{formatCount(t.exhausted)}</dd>
             </div>
           </dl>
-          <Meter id="tel-records" label="Live records" value={t.live_records} max={t.limits.maxRecords} format={formatCount} />
-          <Meter id="tel-bytes" label="Live bytes" value={t.live_bytes} max={t.limits.maxBytes} format={formatBytes} />
-          <p class="muted small">Up to {t.limits.maxAttempts} delivery attempts per record.</p>
+          <Meter id="tel-records" label="Waiting records" value={t.live_records} max={t.limits.maxRecords} format={formatCount} />
+          <Meter id="tel-bytes" label="Waiting bytes" value={t.live_bytes} max={t.limits.maxBytes} format={formatBytes} />
+          <p class="muted small">
+            <strong>Dropped</strong>: records not kept because the outbox was at its limit when they arrived (the audited change itself was
+            committed; only its telemetry record is lost) — drain more often or raise the limits. <strong>Exhausted</strong>: records given
+            up after {plural(t.limits.maxAttempts, 'delivery attempt')} without an acknowledgement.
+          </p>
         </>
       )}
     </section>
   );
 }
 
-function Transitions({ ops }: { ops: OperationsStatus }) {
+function ThisServer({ ops }: { ops: OperationsStatus }) {
   const entries = Object.entries(ops.transitions.by_state).sort((a, b) => b[1] - a[1]);
   return (
-    <section class="panel" aria-labelledby="ops-transitions">
-      <h2 id="ops-transitions">Transitions</h2>
+    <section class="panel" aria-labelledby="ops-server">
+      <h2 id="ops-server">This server process</h2>
       <p class="muted small">
-        {formatCount(ops.transitions.total)} through this server since <Time iso={ops.since} />; {ops.uploads_in_flight} upload
-        {ops.uploads_in_flight === 1 ? '' : 's'} in flight.
+        Since it started (<Time iso={ops.since} />
+        ): {plural(ops.uploads_in_flight, 'upload')} in flight now, {plural(ops.transitions.total, 'transition')} committed through it.
+        Other servers and the CLI are not counted here: the store’s figures are under “Versions by state”.
       </p>
       {entries.length > 0 ? (
-        <dl class="counts">
-          {entries.map(([k, v]) => (
-            <div key={k}>
-              <dt>to {k}</dt>
-              <dd>{formatCount(v)}</dd>
-            </div>
-          ))}
-        </dl>
+        <details>
+          <summary>Transitions through this process, by target state</summary>
+          <dl class="counts">
+            {entries.map(([k, v]) => (
+              <div key={k}>
+                <dt>to {k}</dt>
+                <dd>{formatCount(v)}</dd>
+              </div>
+            ))}
+          </dl>
+        </details>
       ) : null}
     </section>
   );

@@ -11,7 +11,7 @@ import { formatTime, shortDigest } from '../lib/format.ts';
 import { arcDepth, DEFAULT_LAYOUT, type Layout, layoutProvenance, stepId } from '../lib/graph.ts';
 import { Link, navigate } from '../router.tsx';
 
-interface DigestInfo {
+export interface DigestInfo {
   label: string;
   detail: string;
   href: string;
@@ -47,7 +47,7 @@ async function listingIndex(): Promise<Map<string, DigestInfo>> {
   return map;
 }
 
-function useDigestIndex(art: ArtifactWithVersions, runs: Execution[] | undefined) {
+export function useDigestIndex(art: ArtifactWithVersions, runs: Execution[] | undefined) {
   const [index, setIndex] = useState<Map<string, DigestInfo> | undefined>(undefined);
   useEffect(() => {
     let live = true;
@@ -88,12 +88,12 @@ function useDigestIndex(art: ArtifactWithVersions, runs: Execution[] | undefined
 }
 
 /** The authenticated principal that recorded a step (always shown). */
-function recorder(s: ProvenanceStep): string {
+export function recorder(s: ProvenanceStep): string {
   return s.recorded_by ? `${s.recorded_by.id} (${s.recorded_by.kind})` : '—';
 }
 
 /** A stated actor that is not the recorder is only a claim (issue 14 item 8). */
-function isClaimed(s: ProvenanceStep): boolean {
+export function isClaimed(s: ProvenanceStep): boolean {
   return s.actor_claimed ?? (s.actor !== undefined && s.actor !== s.recorded_by?.id);
 }
 
@@ -160,7 +160,7 @@ export function ProvenanceTab({ art }: { art: ArtifactWithVersions }) {
   );
 }
 
-function DigestName({ d, index }: { d: string; index: Map<string, DigestInfo> | undefined }) {
+export function DigestName({ d, index }: { d: string; index: Map<string, DigestInfo> | undefined }) {
   const info = index?.get(d);
   return (
     <span class="digest-name">

@@ -1,10 +1,11 @@
 /** A run and its outputs (stdout, stderr, output.json), each in an incremental viewer; and one output on its own page. */
 import type { ComponentChildren } from 'preact';
+import { DownloadButton } from '../actions.tsx';
 import type { Artifact, Execution } from '../api.ts';
-import { Digest, ErrorBox, Facts, Loading, PageTitle, Time, useApi, Who } from '../components.tsx';
+import { Digest, ErrorBox, type Fact, Facts, Loading, PageTitle, Time, useApi, Who } from '../components.tsx';
 import { formatBytes } from '../lib/format.ts';
 import { Link } from '../router.tsx';
-import { OUTPUTS, RunStatus } from './executions.tsx';
+import { isOutputName, outputOrder, RunStatus } from './executions.tsx';
 import { ByteViewer } from './viewer.tsx';
 
 /** Loads a run (and its artifact, for the breadcrumb) and renders it; says why while it cannot. */
@@ -55,7 +56,8 @@ export function RunPage({ run }: { run: string }) {
 }
 
 function RunView({ e, a }: { e: Execution; a: Artifact | undefined }) {
-  const names = OUTPUTS.filter((n) => e.outputs[n]);
+  const names = outputOrder(e);
+  const failed = e.status === 'FAILED';
   return (
     <article>
       <Crumbs e={e} a={a} />
@@ -68,7 +70,7 @@ function RunView({ e, a }: { e: Execution; a: Artifact | undefined }) {
             'Artifact',
             <Link href={`/artifacts/${e.artifact_id}/versions/${e.version}`}>{`${a?.name ?? e.artifact_id} v${e.version}`}</Link>,
           ],
-          ['Executed digest', <Digest value={e.content_hash} full />, true],
+          ['Executed digest', <Digest value={e.content_hash} full copy />, true],
           [
             'Started',
             <span>
@@ -77,8 +79,10 @@ function RunView({ e, a }: { e: Execution; a: Artifact | undefined }) {
           ],
           ['Finished', <Time iso={e.finished_at} />],
           ['Exit code', e.exit_code === undefined ? '—' : String(e.exit_code)],
+          ...(e.signal ? ([['Signal', e.signal]] as Fact[]) : []),
         ]}
       />
+      {failed && names[0] === 'stderr.log' ? <p class="muted">The run failed: its stderr.log comes first, opened at its end.</p> : null}
       {names.length === 0 ? <p class="empty">No outputs uploaded.</p> : null}
       {names.map((n) => {
         const o = e.outputs[n];
@@ -89,9 +93,19 @@ function RunView({ e, a }: { e: Execution; a: Artifact | undefined }) {
               <Link href={`/runs/${e.run_id}/${n}`}>{n}</Link>
             </h2>
             <p class="muted small">
-              {formatBytes(o.size)}, <Digest value={o.digest} />
+              {formatBytes(o.size)}, <Digest value={o.digest} copy />
             </p>
-            <ByteViewer path={`/v1/executions/${e.run_id}/${n}`} size={o.size} digest={o.digest} label={n} json={n === 'output.json'} />
+            <p>
+              <DownloadButton path={`/v1/executions/${e.run_id}/${n}`} filename={n} digest={o.digest} size={o.size} />
+            </p>
+            <ByteViewer
+              path={`/v1/executions/${e.run_id}/${n}`}
+              size={o.size}
+              digest={o.digest}
+              label={n}
+              json={n === 'output.json'}
+              atEnd={failed && n === 'stderr.log'}
+            />
           </section>
         );
       })}
@@ -104,7 +118,7 @@ export function OutputPage({ run, output }: { run: string; output: string }) {
 }
 
 function OutputView({ e, a, output }: { e: Execution; a: Artifact | undefined; output: string }) {
-  const o = e.outputs[output];
+  const o = isOutputName(output) ? e.outputs[output] : undefined;
   return (
     <article>
       <Crumbs e={e} a={a} output={output} />
@@ -118,16 +132,20 @@ function OutputView({ e, a, output }: { e: Execution; a: Artifact | undefined; o
           <Facts
             items={[
               ['Size', `${formatBytes(o.size)} (${o.size.toLocaleString('en-US')} bytes)`],
-              ['Digest', <Digest value={o.digest} full />, true],
+              ['Digest', <Digest value={o.digest} full copy />, true],
               ['Run', <RunStatus status={e.status} />],
             ]}
           />
+          <p>
+            <DownloadButton path={`/v1/executions/${e.run_id}/${output}`} filename={output} digest={o.digest} size={o.size} />
+          </p>
           <ByteViewer
             path={`/v1/executions/${e.run_id}/${output}`}
             size={o.size}
             digest={o.digest}
             label={output}
             json={output === 'output.json'}
+            atEnd={e.status === 'FAILED' && output === 'stderr.log'}
             tall
           />
         </>

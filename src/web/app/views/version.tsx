@@ -3,10 +3,14 @@
  * sent as `content_hash`), the decisions already given on it, and its verified content.
  */
 import { useState } from 'preact/hooks';
+import { DownloadButton } from '../actions.tsx';
 import { ApiError, type Approval, type ArtifactWithVersions, api, type Principal, type Version } from '../api.ts';
-import { Digest, ErrorBox, type Fact, Facts, Loading, StateBadge, Time, useApi, Who } from '../components.tsx';
+import { CopyButton, Digest, ErrorBox, type Fact, Facts, Loading, StateBadge, Time, useApi, Who } from '../components.tsx';
+import { approvalStanding, latestRounds, standingText } from '../lib/approvals.ts';
 import { formatBytes, formatTime, shortDigest } from '../lib/format.ts';
 import { Link } from '../router.tsx';
+import { DecisionWord, StandingNote } from './approvals.tsx';
+import { ChangesSincePrevious, ProvenanceSummary } from './review.tsx';
 import { ByteViewer } from './viewer.tsx';
 
 export function VersionView({
@@ -43,7 +47,7 @@ export function VersionView({
             ['State', <span data-testid="version-state">{v.state}</span>],
             ['File', v.filename],
             ['Size', `${formatBytes(v.size)} (${v.size.toLocaleString('en-US')} bytes)`],
-            ['Digest', <Digest value={v.content_hash} full />, true],
+            ['Digest', <Digest value={v.content_hash} full copy />, true],
             [
               'Created',
               <span>
@@ -64,6 +68,14 @@ export function VersionView({
       </section>
       <section aria-labelledby="content-h">
         <h2 id="content-h">Content</h2>
+        <p class="links">
+          <DownloadButton
+            path={`/v1/artifacts/${art.artifact_id}/versions/${v.version}/content`}
+            filename={v.filename}
+            digest={v.content_hash}
+            size={v.size}
+          />
+        </p>
         <ByteViewer
           key={`${art.artifact_id}/${v.version}`}
           path={`/v1/artifacts/${art.artifact_id}/versions/${v.version}/content`}
@@ -73,6 +85,8 @@ export function VersionView({
           json={v.filename.endsWith('.json')}
         />
       </section>
+      {prev ? <ChangesSincePrevious art={art} prev={prev} v={v} /> : null}
+      <ProvenanceSummary art={art} v={v} />
       {v.state === 'PROPOSED' ? (
         <DecisionPanel
           art={art}
@@ -96,32 +110,51 @@ export function VersionView({
         <ErrorBox error={approvals.error} />
         {!approvals.data && !approvals.error ? <Loading /> : null}
         {approvals.data && mine.length === 0 ? <p class="empty">No approval or rejection yet.</p> : null}
-        {mine.length > 0 ? (
-          <ul class="decisions">
-            {mine.map((a) => (
-              <li key={a.seq}>
-                <span class={`decision decision-${a.decision.toLowerCase()}`}>{a.decision === 'APPROVE' ? 'Approved' : 'Rejected'}</span> by{' '}
-                <Who p={a.actor} /> <Time iso={a.timestamp} /> — evidence <code>{a.evidence_ref}</code>, bound to{' '}
-                <Digest value={a.content_hash} />
-                {a.decision === 'APPROVE'
-                  ? a.counted
-                    ? ', counted'
-                    : `, not counted: ${a.not_counted_reason ?? 'no reason recorded'}`
-                  : ''}
-              </li>
-            ))}
-          </ul>
-        ) : null}
+        {mine.length > 0 ? <DecisionList decisions={mine} /> : null}
       </section>
     </>
   );
 }
 
+/** The decisions given on one version: who, when, evidence, bound digest, counted or not, and the comment. */
+function DecisionList({ decisions }: { decisions: Approval[] }) {
+  const now = Date.now();
+  const rounds = latestRounds(decisions);
+  return (
+    <ul class="decisions">
+      {decisions.map((a) => {
+        const standing = approvalStanding(a, now, rounds.get(a.version));
+        return (
+          <li key={a.seq} data-testid="decision">
+            <DecisionWord decision={a.decision} standing={standing} /> by <Who p={a.actor} /> <Time iso={a.timestamp} /> — evidence{' '}
+            <code class="wrap">{a.evidence_ref}</code>, bound to <Digest value={a.content_hash} />
+            {a.decision === 'APPROVE' ? (
+              <>
+                {' '}
+                — <StandingNote standing={standing} />
+              </>
+            ) : null}
+            {a.comment ? (
+              <blockquote class="comment" data-testid="decision-comment">
+                <span class="sr-only">Comment: </span>
+                {a.comment}
+              </blockquote>
+            ) : null}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
+/** Distinct humans whose approval of this content counts now. */
 function countedNow(approvals: Approval[], v: Version): number {
   const now = Date.now();
+  const rounds = latestRounds(approvals);
   const who = new Set<string>();
   for (const a of approvals) {
-    if (a.decision === 'APPROVE' && a.counted && a.content_hash === v.content_hash && Date.parse(a.expires_at) > now) who.add(a.actor.id);
+    if (a.content_hash !== v.content_hash) continue;
+    if (approvalStanding(a, now, rounds.get(a.version)).kind === 'counted') who.add(a.actor.id.toLowerCase());
   }
   return who.size;
 }
@@ -187,7 +220,7 @@ function DecisionPanel({
       setComment('');
       onDecided(
         `${a.decision === 'APPROVE' ? 'Approval' : 'Rejection'} recorded for ${shortDigest(a.content_hash)}` +
-          `${a.decision === 'APPROVE' ? (a.counted ? ' (counted)' : ` (not counted: ${a.not_counted_reason ?? ''})`) : ''}. ` +
+          `${a.decision === 'APPROVE' ? ` (${standingText(approvalStanding(a, Date.now()))})` : ''}. ` +
           `Version ${r.version.version} is now ${r.version.state}.`,
       );
     } catch (err) {
@@ -206,7 +239,8 @@ function DecisionPanel({
       <p class="approve-digest">
         <code class="digest digest-full" data-testid="approve-digest">
           {v.content_hash}
-        </code>
+        </code>{' '}
+        <CopyButton value={v.content_hash} />
       </p>
       <p class="muted">
         {v.filename}, {formatBytes(v.size)}. The decision is bound to this digest: if the content were different, the approval would not

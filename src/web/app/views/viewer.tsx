@@ -2,28 +2,26 @@
  * A viewer for verified bytes (version content, execution outputs) that loads them incrementally:
  * one Range request of 256 KiB at a time, from the start ("Load more") or the end ("Load the end"),
  * so a 50 MiB log opens as fast as a small one and never lands in the page whole. Text is decoded as
- * UTF-8 across chunk boundaries; NUL bytes mark content as binary (shown as a hex preview). When the
- * whole content is loaded (small files), its sha256 is recomputed in the browser and compared with
- * the digest the API reported.
+ * UTF-8 across chunk boundaries into numbered lines (searchable within what is loaded); NUL bytes
+ * mark content as binary (shown as a hex preview). When the whole content is loaded (small files), its
+ * sha256 is recomputed in the browser and compared with the digest the API reported.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { fetchRange } from '../api.ts';
 import { ErrorBox } from '../components.tsx';
 import { formatBytes, formatCount } from '../lib/format.ts';
+import { appendText, emptyLines, type LineBuffer, linesOf } from '../lib/lines.ts';
+import { FindBar, HeadLines, TailLines } from './viewer-lines.tsx';
 
 export const PAGE_BYTES = 256 * 1024;
 /** Up to this size the bytes are kept to re-hash them in the browser. */
 const VERIFY_MAX = 4 * 1024 * 1024;
 
-interface Segment {
-  start: number;
-  end: number;
-  parts: string[];
-}
-
 interface ViewerState {
-  head: Segment;
-  tail: Segment | undefined;
+  /** Bytes [0, end) decoded into numbered lines. */
+  head: { end: number; lines: LineBuffer };
+  /** The last bytes, loaded before the middle: kept raw to join the head once the middle is loaded. */
+  tail: { start: number; end: number; bytes: Uint8Array; lines: string[] } | undefined;
   total: number;
   binary: Uint8Array | undefined;
   kept: Uint8Array[];
@@ -37,54 +35,80 @@ export interface ByteViewerProps {
   /** Pretty-print JSON when it is loaded whole. */
   json?: boolean;
   tall?: boolean;
+  /** Open at the end (a failed run's stderr): load the last range first and scroll to the bottom. */
+  atEnd?: boolean;
 }
 
-// Over 80 lines for a reason: one component's hooks (the loaded ranges, their loaders and the keyboard
-// handling share one state) cannot be split across functions without lifting that state out.
-export function ByteViewer({ path, size, label, digest, json = false, tall = false }: ByteViewerProps) {
-  const [state, setState] = useState<ViewerState>({
-    head: { start: 0, end: 0, parts: [] },
-    tail: undefined,
-    total: size,
-    binary: undefined,
-    kept: [],
-  });
+const initial = (size: number): ViewerState => ({
+  head: { end: 0, lines: emptyLines() },
+  tail: undefined,
+  total: size,
+  binary: undefined,
+  kept: [],
+});
+
+function tailLines(bytes: Uint8Array): string[] {
+  // The tail starts mid-file: its first line may be cut (and its first character, if multi-byte).
+  const lines = new TextDecoder('utf-8').decode(bytes).split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+/** The next state after a range of the head arrived; joins the tail when the head reaches it. */
+function withHead(s: ViewerState, decoder: TextDecoder, bytes: Uint8Array, end: number, total: number): ViewerState {
+  const keep = (more: Uint8Array[]) => (total <= VERIFY_MAX ? [...s.kept, ...more] : []);
+  if (s.tail && end >= s.tail.start) {
+    const text = decoder.decode(bytes, { stream: true }) + decoder.decode(s.tail.bytes);
+    return {
+      ...s,
+      total,
+      kept: keep([bytes, s.tail.bytes]),
+      tail: undefined,
+      head: { end: s.tail.end, lines: appendText(s.head.lines, text) },
+    };
+  }
+  const text = decoder.decode(bytes, { stream: end < total });
+  return { ...s, total, kept: keep([bytes]), head: { end, lines: appendText(s.head.lines, text) } };
+}
+
+/** Loads ranges into the viewer's state: the next range of the head, or the last range (the tail). */
+function useRanges(path: string, size: number, atEnd: boolean) {
+  const [state, setState] = useState<ViewerState>(() => initial(size));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
-  const [wrap, setWrap] = useState(true);
-  const [verified, setVerified] = useState<'match' | 'mismatch' | undefined>(undefined);
-  const decoder = useRef(new TextDecoder('utf-8'));
-  const box = useRef<HTMLElement>(null);
   const [scrollToEnd, setScrollToEnd] = useState(false);
+  const decoder = useRef(new TextDecoder('utf-8'));
   const ctl = useRef<AbortController | undefined>(undefined);
+  const current = useRef(state);
+  current.current = state;
 
   const load = async (which: 'head' | 'tail') => {
     setBusy(true);
     setError(undefined);
     ctl.current = new AbortController();
     try {
-      const s = state;
-      const limit = s.tail ? s.tail.start : s.total;
-      const start = which === 'head' ? s.head.end : Math.max(s.head.end, s.total - PAGE_BYTES);
-      const end = which === 'head' ? Math.min(limit, start + PAGE_BYTES) : s.total;
-      if (end <= start) return;
-      const chunk = await fetchRange(path, start, end, ctl.current.signal);
-      const total = chunk.total;
-      if (which === 'head' && start === 0 && chunk.bytes.subarray(0, 8192).includes(0)) {
-        setState({ ...s, head: { start: 0, end: chunk.end, parts: [] }, binary: chunk.bytes.subarray(0, 1024), total });
+      const s = current.current;
+      const tailStart = Math.max(s.head.end, s.total - PAGE_BYTES);
+      if (which === 'tail' && tailStart > s.head.end) {
+        const chunk = await fetchRange(path, tailStart, s.total, ctl.current.signal);
+        setState({
+          ...s,
+          total: chunk.total,
+          tail: { start: chunk.start, end: chunk.end, bytes: chunk.bytes, lines: tailLines(chunk.bytes) },
+        });
+        setScrollToEnd(true);
         return;
       }
-      if (which === 'head') {
-        const last = chunk.end >= (s.tail ? s.tail.start : total);
-        const text = decoder.current.decode(chunk.bytes, { stream: !last });
-        const kept = total <= VERIFY_MAX ? [...s.kept, chunk.bytes] : [];
-        setState({ ...s, total, kept, head: { start: 0, end: chunk.end, parts: [...s.head.parts, text] } });
-      } else {
-        // The tail starts mid-file: its first line may be cut (and its first character, if multi-byte).
-        const text = new TextDecoder('utf-8').decode(chunk.bytes);
-        setState({ ...s, total, tail: { start: chunk.start, end: chunk.end, parts: [text] } });
-        setScrollToEnd(true);
+      const start = s.head.end;
+      const end = Math.min(s.tail ? s.tail.start : s.total, start + PAGE_BYTES);
+      if (end <= start) return;
+      const chunk = await fetchRange(path, start, end, ctl.current.signal);
+      if (start === 0 && chunk.bytes.subarray(0, 8192).includes(0)) {
+        setState({ ...s, head: { end: chunk.end, lines: emptyLines() }, binary: chunk.bytes.subarray(0, 1024), total: chunk.total });
+        return;
       }
+      setState(withHead(s, decoder.current, chunk.bytes, chunk.end, chunk.total));
+      if (which === 'tail' || (atEnd && start === 0)) setScrollToEnd(true);
     } catch (e) {
       if ((e as Error).name !== 'AbortError') setError(e);
     } finally {
@@ -93,18 +117,15 @@ export function ByteViewer({ path, size, label, digest, json = false, tall = fal
   };
 
   useEffect(() => {
-    void load('head');
+    void load(atEnd && size > PAGE_BYTES ? 'tail' : 'head');
     return () => ctl.current?.abort();
   }, [path]);
+  return { state, busy, error, load, scrollToEnd, scrolled: () => setScrollToEnd(false) };
+}
 
-  useEffect(() => {
-    if (!scrollToEnd || !box.current) return;
-    box.current.scrollTop = box.current.scrollHeight;
-    setScrollToEnd(false);
-  }, [scrollToEnd, state.tail]);
-
-  const complete = !state.binary && state.head.end >= (state.tail ? state.tail.start : state.total) && !busy && !error;
-  const whole = complete && !state.tail && state.total <= VERIFY_MAX && state.kept.length > 0;
+/** Re-hashes content loaded whole (small files) and compares it with the digest the API reported. */
+function useVerified(state: ViewerState, whole: boolean, digest: string | undefined) {
+  const [verified, setVerified] = useState<'match' | 'mismatch' | undefined>(undefined);
   useEffect(() => {
     if (!whole || !digest || !crypto.subtle) return;
     const all = new Uint8Array(state.total);
@@ -118,19 +139,44 @@ export function ByteViewer({ path, size, label, digest, json = false, tall = fal
       setVerified(`sha256:${hex}` === digest ? 'match' : 'mismatch');
     });
   }, [whole, digest]);
+  return verified;
+}
+
+// Over 80 lines for a reason: the bar, the scrolling region, its lines and the loaders share one
+// state (the loaded ranges) and one scroll position.
+export function ByteViewer({ path, size, label, digest, json = false, tall = false, atEnd = false }: ByteViewerProps) {
+  const { state, busy, error, load, scrollToEnd, scrolled } = useRanges(path, size, atEnd);
+  const [wrap, setWrap] = useState(true);
+  const [find, setFind] = useState<{ query: string; current: string | undefined }>({ query: '', current: undefined });
+  const box = useRef<HTMLElement>(null);
+
+  useEffect(() => {
+    if (!scrollToEnd || !box.current) return;
+    box.current.scrollTop = box.current.scrollHeight;
+    scrolled();
+  }, [scrollToEnd, state]);
+  useEffect(() => {
+    const el = find.current ? box.current?.querySelector<HTMLElement>(`[data-line="${find.current}"]`) : null;
+    if (el && box.current) box.current.scrollTop = Math.max(0, el.offsetTop - box.current.clientHeight / 3);
+  }, [find]);
+
+  const complete = !state.binary && !state.tail && state.head.end >= state.total && !busy && !error;
+  const loadedBytes = state.kept.reduce((a, k) => a + k.length, 0);
+  const verified = useVerified(state, complete && state.total <= VERIFY_MAX && loadedBytes === state.total && state.total > 0, digest);
+  const pretty = useMemo(() => {
+    if (!json || !complete) return undefined;
+    try {
+      return linesOf(JSON.stringify(JSON.parse([...state.head.lines.blocks.flat(), state.head.lines.pending].join('\n')), null, 2));
+    } catch {
+      return undefined; // not JSON: shown as it is
+    }
+  }, [json, complete, state.head.lines]);
 
   if (state.total === 0 && !busy) {
     return <p class="empty">{label} is empty (0 bytes).</p>;
   }
   const shown = state.head.end + (state.tail ? state.tail.end - state.tail.start : 0);
-  let headText = state.head.parts;
-  if (json && complete && !state.tail) {
-    try {
-      headText = [JSON.stringify(JSON.parse(state.head.parts.join('')), null, 2)];
-    } catch {
-      // not JSON: shown as it is
-    }
-  }
+  const head = pretty ?? state.head.lines;
   const gap = (state.tail ? state.tail.start : state.total) - state.head.end;
   return (
     <div class="viewer-wrap">
@@ -152,6 +198,9 @@ export function ByteViewer({ path, size, label, digest, json = false, tall = fal
           </label>
         ) : null}
       </div>
+      {!state.binary ? (
+        <FindBar text={{ head, tail: state.tail?.lines }} onFound={(query, current) => setFind({ query, current })} />
+      ) : null}
       <section
         ref={box}
         class={`viewer${wrap ? ' wrapped' : ''}${tall ? ' tall' : ''}`}
@@ -163,20 +212,18 @@ export function ByteViewer({ path, size, label, digest, json = false, tall = fal
         {state.binary ? (
           <pre class="hex">{hexPreview(state.binary)}</pre>
         ) : (
-          <pre>
-            {headText.map((t, i) => (
-              <span key={i}>{t}</span>
-            ))}
+          <pre class="numbered">
+            <HeadLines head={head} query={find.query} current={find.current} />
           </pre>
         )}
         {gap > 0 && state.tail ? (
           <p class="gap">
-            … {formatBytes(gap)} ({formatCount(gap)} bytes) not loaded …
+            … {formatBytes(gap)} ({formatCount(gap)} bytes) not loaded; the lines after it are numbered once it is …
           </p>
         ) : null}
         {state.tail ? (
-          <pre class="tail">
-            <span>{state.tail.parts.join('')}</span>
+          <pre class="tail numbered">
+            <TailLines lines={state.tail.lines} query={find.query} current={find.current} />
           </pre>
         ) : null}
       </section>

@@ -1,0 +1,77 @@
+/**
+ * Sorting and filtering the rows a view has loaded: a stable sort by one column (numbers as numbers,
+ * missing values last), the header's click cycle, and the prefix and label filters.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { labelText, matchesLabel, matchesPrefix, nextSort, parseLabelFilter, sortRows } from '../../src/web/app/lib/table.ts';
+
+describe('web UI: sorting and filtering loaded rows', () => {
+  it('sorts by one column, ascending or descending, numbers as numbers, names naturally', () => {
+    const rows = [
+      { n: 'note-10', size: 10 },
+      { n: 'note-2', size: 2 },
+      { n: 'Alpha', size: 300 },
+    ];
+    assert.deepEqual(
+      sortRows(rows, (r) => r.n, 'asc').map((r) => r.n),
+      ['Alpha', 'note-2', 'note-10'],
+    );
+    assert.deepEqual(
+      sortRows(rows, (r) => r.size, 'desc').map((r) => r.size),
+      [300, 10, 2],
+    );
+  });
+
+  it('is a stable permutation that orders its keys, with missing values last in both directions', () => {
+    const row = fc.record({ id: fc.nat(), v: fc.option(fc.integer({ min: -5, max: 5 }), { nil: undefined }) });
+    fc.assert(
+      fc.property(fc.array(row, { maxLength: 30 }), fc.constantFrom('asc', 'desc' as const), (rows, dir) => {
+        const sorted = sortRows(rows, (r) => r.v, dir);
+        assert.equal(sorted.length, rows.length);
+        assert.deepEqual(
+          [...sorted].sort((a, b) => a.id - b.id),
+          [...rows].sort((a, b) => a.id - b.id),
+        );
+        const defined = sorted.filter((r) => r.v !== undefined);
+        assert.deepEqual(sorted.slice(0, defined.length), defined, 'missing values last');
+        for (let i = 1; i < defined.length; i++) {
+          const [a, b] = [defined[i - 1]?.v as number, defined[i]?.v as number];
+          assert.ok(dir === 'asc' ? a <= b : a >= b);
+          if (a === b)
+            assert.ok(rows.indexOf(defined[i - 1] as (typeof rows)[number]) < rows.indexOf(defined[i] as (typeof rows)[number]), 'stable');
+        }
+      }),
+    );
+  });
+
+  it('a click on a new column sorts it ascending; a second click on it reverses it', () => {
+    assert.deepEqual(nextSort(undefined, 'name'), { key: 'name', dir: 'asc' });
+    assert.deepEqual(nextSort({ key: 'name', dir: 'asc' }, 'name'), { key: 'name', dir: 'desc' });
+    assert.deepEqual(nextSort({ key: 'name', dir: 'desc' }, 'name'), { key: 'name', dir: 'asc' });
+    assert.deepEqual(nextSort({ key: 'name', dir: 'desc' }, 'size'), { key: 'size', dir: 'asc' });
+  });
+
+  it('a label filter is key=value (that value) or key (any value)', () => {
+    assert.deepEqual(parseLabelFilter(' team = data '), { key: 'team', value: 'data' });
+    assert.deepEqual(parseLabelFilter('team'), { key: 'team' });
+    assert.deepEqual(parseLabelFilter('a=b=c'), { key: 'a', value: 'b=c' });
+    assert.equal(parseLabelFilter('  '), undefined);
+    assert.equal(labelText({ key: 'team', value: 'data' }), 'team=data');
+    const labels = { team: 'data', risk: 'medium' };
+    assert.equal(matchesLabel(labels, { key: 'team', value: 'data' }), true);
+    assert.equal(matchesLabel(labels, { key: 'team', value: 'ops' }), false);
+    assert.equal(matchesLabel(labels, { key: 'risk' }), true);
+    assert.equal(matchesLabel(labels, { key: 'owner' }), false);
+    assert.equal(matchesLabel({}, { key: 'constructor' }), false, 'own labels only');
+    assert.equal(matchesLabel(labels, undefined), true);
+  });
+
+  it('a name prefix matches the start of the name, case-sensitively; an empty one matches all', () => {
+    assert.equal(matchesPrefix('note-01', 'note-0'), true);
+    assert.equal(matchesPrefix('Note-01', 'note'), false);
+    assert.equal(matchesPrefix('a-note', 'note'), false);
+    assert.equal(matchesPrefix('anything', ''), true);
+  });
+});
