@@ -16,7 +16,11 @@ export async function openInputFile(
     return { body: process.stdin, filename };
   }
   const stat = await fs.stat(file).catch(() => undefined);
-  if (!stat) throw new NotFound(`no such file: ${file}`);
+  // `--file rollback-x.sql` meant as the name to record is a common mix-up: say which flag does what.
+  if (!stat)
+    throw new NotFound(
+      `no such file: ${file}${filename === undefined ? ' (--file reads the content from this path; --filename sets the name recorded)' : ''}`,
+    );
   if (!stat.isFile()) throw new UsageError(`not a regular file: ${file}`);
   return { body: createReadStream(file, { highWaterMark: 1 << 20 }), filename: filename ?? path.basename(file), size: stat.size };
 }

@@ -1,10 +1,14 @@
 #!/usr/bin/env node
-import { ExitCode } from '../core/errors.ts';
-import { runCli } from './run.ts';
+import { ExitCode, InternalError } from '../core/errors.ts';
+import { runCli, wantsJson } from './run.ts';
+import { errorLine } from './runtime.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-/** Errors are always one line on stderr: `alp: {CODE}: {message}`; the exit code says what kind (run.ts). */
+/**
+ * Errors are always one line on stderr: `alp: {CODE}: {message}`, or a JSON document with --json; the
+ * exit code says what kind (run.ts).
+ */
 export const main = runCli;
 
 let settled = false;
@@ -13,7 +17,7 @@ let settled = false;
 process.on('beforeExit', () => {
   if (!settled) {
     settled = true;
-    process.stderr.write('alp: INTERNAL: the command stopped before completing\n');
+    process.stderr.write(errorLine(new InternalError('the command stopped before completing'), wantsJson(process.argv)));
     process.exitCode = ExitCode.INTERNAL;
   }
 });
@@ -25,7 +29,7 @@ main(process.argv).then(
   },
   (e) => {
     settled = true;
-    process.stderr.write(`alp: INTERNAL: ${String(e)}\n`);
+    process.stderr.write(errorLine(new InternalError(String(e)), wantsJson(process.argv)));
     process.exitCode = ExitCode.INTERNAL;
   },
 );

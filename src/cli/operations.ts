@@ -10,8 +10,14 @@ import type { Operation } from '../lifecycle/access.ts';
 export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   start: 'serve',
   serve: 'serve',
+  // Any token's principal may serve itself the MCP tools; each tool's service checks its own operation.
+  mcp: 'read',
   init: 'install',
   'token create': 'createToken',
+  'token list': 'createToken',
+  'token revoke': 'createToken',
+  'token rotate': 'createToken',
+  'token log': 'createToken',
   verify: 'read',
 
   'artifact create': 'createArtifact',
@@ -87,4 +93,14 @@ export function commandPath(cmd: Command): string {
 /** Fail closed: an unmapped command is an operator-only one. */
 export function operationOf(cmd: Command): Operation {
   return COMMAND_OPERATIONS[commandPath(cmd)] ?? 'install';
+}
+
+/**
+ * The commands that may create an installation where none is: `init`, `start` and `restore` (into a
+ * new target). Every other command needs an existing one (runtime/open.ts `ifMissing: 'refuse'`).
+ */
+export const CREATING_COMMANDS: ReadonlySet<string> = new Set(['init', 'start', 'restore']);
+
+export function createsInstallation(cmd: Command): boolean {
+  return CREATING_COMMANDS.has(commandPath(cmd));
 }

@@ -5,6 +5,7 @@ import { registerAuditCommands } from './commands/audit.ts';
 import { registerNativeBackupCommands } from './commands/backup-native.ts';
 import { registerExecCommands } from './commands/exec.ts';
 import { registerLifecycleCommands } from './commands/lifecycle.ts';
+import { registerMcpCommand } from './commands/mcp.ts';
 import { registerPinCommands } from './commands/pins.ts';
 import { registerRecoveryCommands } from './commands/recovery.ts';
 import { registerRetentionCommands } from './commands/retention.ts';
@@ -22,6 +23,8 @@ export function buildProgram(): Command {
     .addOption(new Option('--token <token>', 'act as this token’s principal').env('ALP_TOKEN'))
     .option('--json', 'print results as one JSON document')
     .showHelpAfterError(false)
+    // "(Did you mean --filename?)" after an unknown option or command; inherited by every subcommand.
+    .showSuggestionAfterError(true)
     .exitOverride();
   registerStartCommand(program);
   registerAdminCommands(program);
@@ -30,6 +33,7 @@ export function buildProgram(): Command {
   registerExecCommands(program);
   registerAuditCommands(program);
   registerServeCommands(program);
+  registerMcpCommand(program);
   registerTelemetryCommands(program);
   registerRecoveryCommands(program);
   registerNativeBackupCommands(program);

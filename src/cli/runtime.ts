@@ -4,15 +4,18 @@
  * set it), and output in the two forms (human lines, or one JSON document with --json).
  */
 import type { Command } from 'commander';
+import { problemTypeUri } from '../api/problem.ts';
 import { type Clock, FixedClock, systemClock } from '../core/clock.ts';
 import { resolveStorageConfig, type StorageConfig } from '../core/config.ts';
-import { Forbidden, InternalError, UsageError } from '../core/errors.ts';
+import { type AlpError, Forbidden, InternalError, UsageError } from '../core/errors.ts';
+import { redactTokens } from '../core/ids.ts';
+import { escapeForDisplay } from '../core/object-keys.ts';
 import { assertMay, type Caller, mayPerform } from '../lifecycle/access.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { localOperator, resolveToken } from '../lifecycle/principals.ts';
 import { openInstallation } from '../runtime/open.ts';
 import type { ServiceContext } from '../system/context.ts';
-import { operationOf } from './operations.ts';
+import { createsInstallation, operationOf } from './operations.ts';
 
 export interface GlobalOptions {
   data?: string;
@@ -89,7 +92,9 @@ export async function openRuntime(cmd: Command): Promise<Runtime> {
   const config = resolveStorageConfig(opts);
   const at = fixedNow();
   const clock = new ChosenClock();
-  const { ctx, close } = await openInstallation(config, clock);
+  // Only the commands that create an installation (init, start, restore) may find none; every other
+  // command refuses with NOT_FOUND instead of creating ./alp-data where it happens to run.
+  const { ctx, close } = await openInstallation(config, clock, { ifMissing: createsInstallation(cmd) ? 'create' : 'refuse' });
   try {
     const caller = await resolveCaller(ctx, opts);
     assertMay(operationOf(cmd), caller);
@@ -143,4 +148,43 @@ export function parseIntOption(
   const n = Number(value);
   if (n < min || n > max) throw new UsageError(`${name} must be between ${min} and ${max}`);
   return n;
+}
+
+/**
+ * The one line an error is printed as on stderr: `alp: {CODE}: {message}`, or with --json one JSON
+ * document `{"error":{code, title, type, message, exit_code, details?}}` (the fields of the API's
+ * problem+json where they apply: `type` is the same URN, `message` its `detail`). Tokens are redacted
+ * and characters that could steer a terminal are escaped either way.
+ */
+export function errorLine(err: AlpError, json: boolean): string {
+  if (!json) return `alp: ${err.code}: ${redactTokens(oneLine(err.message))}\n`;
+  const error = {
+    code: err.code,
+    title: err.title,
+    type: problemTypeUri(err.code),
+    message: err.message,
+    exit_code: err.exitCode,
+    ...(err.details && err.code !== 'INTERNAL' ? { details: err.details } : {}),
+  };
+  let text: string;
+  try {
+    text = JSON.stringify({ error });
+  } catch {
+    text = JSON.stringify({ error: { ...error, details: undefined } });
+  }
+  return `${redactTokens(escapeJsonForDisplay(text))}\n`;
+}
+
+/** One line on a terminal: line breaks folded, anything that could steer the display escaped. */
+export function oneLine(s: string): string {
+  return escapeForDisplay(s.replace(/\s*\n\s*/g, ' '));
+}
+
+/** A JSON text with every character a terminal would act on written as a JSON \u escape (still the same JSON). */
+function escapeJsonForDisplay(text: string): string {
+  return text.replace(/[^\x20-\x7e]/gu, (c) =>
+    escapeForDisplay(c) === c
+      ? c
+      : Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
+  );
 }

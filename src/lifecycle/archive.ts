@@ -80,7 +80,14 @@ export async function archiveArtifact(ctx: ServiceContext, actor: Principal, art
   await assertNotFenced(ctx, { kind: 'artifacts', ids: [artifactId] });
   const head = await readHead(ctx, artifactId);
   const journal = await readArchiveJournal(ctx, artifactId);
-  if (journal?.status === 'ARCHIVED' || (!journal && head.archived)) throw new Conflict(`artifact ${artifactId} is already archived`);
+  if (journal?.status === 'ARCHIVED' || (!journal && head.archived)) {
+    // Archiving twice is refused, never a silent second pass: the archive was made once, at this time.
+    const at = journal?.at ?? head.archived?.at;
+    throw new Conflict(`artifact ${artifactId} is already archived${at ? ` (since ${at})` : ''}`, {
+      reason: 'ALREADY_ARCHIVED',
+      ...(at ? { archived_at: at } : {}),
+    });
+  }
   const versions = await listVersions(ctx.items, artifactId);
   if (!journal) assertAllSettled(artifactId, versions);
   const executions = await listExecutions(ctx, artifactId);

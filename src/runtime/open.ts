@@ -4,11 +4,12 @@
  * so they all write the same way.
  */
 
+import fs from 'node:fs';
 import path from 'node:path';
 import { openContentStore } from '../content/open.ts';
 import type { Clock } from '../core/clock.ts';
 import { describeContent, describeMetadata, type StorageConfig } from '../core/config.ts';
-import { UsageError } from '../core/errors.ts';
+import { NotFound, UsageError } from '../core/errors.ts';
 import { openItemStore } from '../store/open.ts';
 import { type Tightened, tightenInstallation } from '../store/sqlite/file-modes.ts';
 import { readLayout } from '../system/installation.ts';
@@ -46,7 +47,20 @@ function unopenable(what: string, e: unknown): unknown {
   return why ? new UsageError(`cannot open ${what}: ${why} (${code})`, { errno: code }) : e;
 }
 
-export async function openInstallation(config: StorageConfig, clock: Clock): Promise<OpenInstallation> {
+export interface OpenOptions {
+  /**
+   * When the installation's metadata store does not exist (no SQLite file, no DynamoDB table):
+   * `create` (the default; `alp init`, `start`, `restore`, the library) opens it anyway so that the
+   * startup sequence creates it; `refuse` (every other CLI command) fails with NOT_FOUND "no
+   * installation at …" and creates nothing.
+   */
+  ifMissing?: 'create' | 'refuse';
+}
+
+export async function openInstallation(config: StorageConfig, clock: Clock, opts: OpenOptions = {}): Promise<OpenInstallation> {
+  const refuse = opts.ifMissing === 'refuse';
+  // Checked before opening: opening a SQLite file that is not there creates it.
+  if (refuse && sqliteFileMissing(config)) throw noInstallation(config);
   const items = await openItemStore(config.metadata).catch((e: unknown) => {
     throw unopenable(`the metadata store ${describeMetadata(config.metadata)}`, e);
   });
@@ -60,9 +74,10 @@ export async function openInstallation(config: StorageConfig, clock: Clock): Pro
   // A layout newer than this code refuses; an older one migrates (docs/design.md, "Schema versions").
   // A store that cannot be read yet (a DynamoDB table `init` or `restore` is about to create) is
   // checked by startInstallation once prepared; every other failure (a verdict, a migration) stops us.
-  await checkSchema(items, { unreadable: 'skip' }).catch(async (e: unknown) => {
+  // Refusing, a store that cannot be read is an error: a DynamoDB table that does not exist is none.
+  await checkSchema(items, { unreadable: refuse ? 'throw' : 'skip' }).catch(async (e: unknown) => {
     await Promise.all([content.close(), items.close()]);
-    throw e;
+    throw refuse && tableMissing(e) ? noInstallation(config) : e;
   });
   const layout = await layoutToOpen(items, config);
   const ctx = createContext({ items, content, clock, layout });
@@ -74,6 +89,36 @@ export async function openInstallation(config: StorageConfig, clock: Clock): Pro
       await items.close();
     },
   };
+}
+
+function sqliteFileMissing(config: StorageConfig): boolean {
+  if (config.metadata.engine !== 'sqlite') return false;
+  try {
+    fs.statSync(config.metadata.path);
+    return false;
+  } catch (e) {
+    // Only a path that is not there: a file in the way or a name too long stay the usage errors of opening.
+    return (e as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+/** The DynamoDB engine reports a missing table as an error caused by ResourceNotFoundException. */
+function tableMissing(e: unknown): boolean {
+  return (e as { cause?: { name?: unknown } } | undefined)?.cause?.name === 'ResourceNotFoundException';
+}
+
+/** NOT_FOUND naming where the installation was looked for: the --data directory, else the metadata URL. */
+function noInstallation(config: StorageConfig): NotFound {
+  const { metadata, content } = config;
+  const dataDir =
+    metadata.engine === 'sqlite' && content.engine === 'fs' && path.dirname(path.resolve(content.root)) === path.dirname(metadata.path)
+      ? path.dirname(metadata.path)
+      : undefined;
+  const where = dataDir ?? describeMetadata(metadata);
+  return new NotFound(
+    `no installation at ${where}: run \`alp init\` (or \`alp start\`) to create one, or name an existing one with --data, --metadata or ALP_DATA`,
+    { reason: 'NO_INSTALLATION', metadata: describeMetadata(metadata), content: describeContent(content) },
+  );
 }
 
 /**

@@ -99,6 +99,7 @@ describe('alp artifact get of a large object (direct path)', () => {
     // ASCII, so the length of stdout as text is its length in bytes.
     const bytes = Buffer.from(Array.from(randomBytes(SIZE), (b) => 97 + (b % 26)));
     fs.writeFileSync(path.join(dir, 'in.bin'), bytes);
+    await alpJson(['init', '--data', data]);
     const v = await alpJson(['artifact', 'create', '--data', data, '--name', 'large', '--file', path.join(dir, 'in.bin')]);
     const id = v.artifact_id as string;
     const out = path.join(dir, 'out.bin');

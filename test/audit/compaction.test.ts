@@ -37,6 +37,7 @@ describe('alp history compact', () => {
     const file = path.join(dir, 'x.sh');
     fs.writeFileSync(file, 'echo x\n');
     const at = (iso: string) => ({ env: { ALP_NOW: iso } });
+    await alpJson(['init', '--data', data], at('2026-01-01T00:00:00.000Z'));
     const created = await alpJson(['artifact', 'create', '--name', 'old', '--file', file, '--data', data], at('2026-01-01T00:00:00.000Z'));
     const id = created.artifact_id as string;
     await alpJson(['artifact', 'propose', id, '--data', data], at('2026-01-01T01:00:00.000Z'));

@@ -20,6 +20,7 @@ describe('alp CLI: the first slice', () => {
   it('creates, versions, shows, lists and gets verified content', async () => {
     const dir = tempDir('alp-cli');
     const data = path.join(dir, 'd');
+    await alpJson(['init', '--data', data]);
     fs.writeFileSync(path.join(dir, 'run.sh'), '#!/bin/sh\necho one\n');
     const v1 = await alpJson([
       'artifact',
@@ -88,6 +89,7 @@ describe('alp CLI: the first slice', () => {
   it('a flipped byte makes get exit 5 with one INTEGRITY line and no output file; verify --all names the object', async () => {
     const dir = tempDir('alp-cli');
     const data = path.join(dir, 'd');
+    await alpJson(['init', '--data', data]);
     fs.writeFileSync(path.join(dir, 'f.bin'), Buffer.alloc(300_000, 1));
     const v = await alpJson(['artifact', 'create', '--data', data, '--name', 'blob', '--file', path.join(dir, 'f.bin')]);
     const objectPath = path.join(data, 'content', v.content_key as string);
@@ -119,6 +121,7 @@ describe('alp CLI: the first slice', () => {
   it('maps errors to exit codes with one stderr line: usage 2, invalid 2, not found 3', async () => {
     const dir = tempDir('alp-cli');
     const data = path.join(dir, 'd');
+    await alpJson(['init', '--data', data]);
     fs.writeFileSync(path.join(dir, 'f'), 'x');
     const cases: Array<[string[], number, RegExp]> = [
       [['bogus'], 2, /^alp: USAGE: /],
@@ -144,6 +147,7 @@ describe('alp CLI: the first slice', () => {
   it('ALP_NOW fixes the clock and warns on stderr every time', async () => {
     const dir = tempDir('alp-cli');
     const data = path.join(dir, 'd');
+    await alpJson(['init', '--data', data]);
     fs.writeFileSync(path.join(dir, 'f'), 'x');
     const r = await runAlp(['artifact', 'create', '--data', data, '--name', 'n', '--file', path.join(dir, 'f'), '--json'], {
       env: { ALP_NOW: '2030-05-06T07:08:09Z' },

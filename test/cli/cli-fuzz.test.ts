@@ -4,7 +4,8 @@
  * forever, with their options given hostile values (huge, unicode, bidi overrides, zero-width,
  * numbers out of range, malformed digests, ids and URLs), unknown flags, `--` tricks, `--opt=value`
  * forms, repeated and missing values. Every run must end with an exit code 0..6; an error is exactly
- * one `alp: CODE: message` line on stderr, never a stack trace, never INTERNAL (exit 1) for bad input,
+ * one `alp: CODE: message` line on stderr (with --json: one `{"error":{…}}` JSON line; a command line
+ * naming no subcommand: the help, exit 2), never a stack trace, never INTERNAL (exit 1) for bad input,
  * and a token never appears on stderr. Paths given to the CLI stay inside a sandbox directory, which
  * is the working directory, so nothing is written anywhere else.
  */
@@ -20,9 +21,27 @@ import { captureCli as capture, patchCliOutput } from '../helpers/cli-inprocess.
 import { tempDir } from '../helpers/tmp.ts';
 
 const RUNS = Number(process.env.ALP_CLI_FUZZ_RUNS ?? 2000);
-/** Commands that serve until a signal: covered by the server tests, not by one-shot runs. */
-const LONG_RUNNING = new Set(['serve', 'start']);
+/** Commands that serve until a signal (or stdin ends): covered by the server and MCP tests, not by one-shot runs. */
+const LONG_RUNNING = new Set(['serve', 'start', 'mcp']);
 const ERROR_LINE = /^alp: [A-Z_]+: \S.*$/;
+
+/**
+ * The code of a one-line error: `alp: CODE: message`, or — only when the command line has --json
+ * before any `--` — the JSON document `{"error":{"code":…,"message":…}}`. Undefined for anything else.
+ */
+function errorCodeOf(errLines: string[], args: string[]): string | undefined {
+  const line = errLines[0] ?? '';
+  if (ERROR_LINE.test(line)) return /^alp: ([A-Z_]+):/.exec(line)?.[1];
+  const end = args.indexOf('--');
+  if (!(end < 0 ? args : args.slice(0, end)).includes('--json')) return undefined;
+  try {
+    const doc = JSON.parse(line) as { error?: { code?: unknown; message?: unknown } };
+    const { code, message } = doc.error ?? {};
+    return typeof code === 'string' && /^[A-Z_]+$/.test(code) && typeof message === 'string' && message.length > 0 ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 interface CommandSpec {
   path: string[];
@@ -333,12 +352,15 @@ describe('CLI: hostile argv', () => {
       if (r.code === 0) {
         const stray = errLines.filter((l) => /^alp: [A-Z_]+:/.test(l));
         if (stray.length) failures.push(`${shown}: exit 0 with an error line: ${stray[0]}`);
+      } else if (r.code === 2 && r.stderr.startsWith('Usage: alp')) {
+        // A command line naming no (sub)command: the help on stderr, a usage error.
+        errorCodes.set('(help)', (errorCodes.get('(help)') ?? 0) + 1);
       } else {
-        if (errLines.length !== 1 || !ERROR_LINE.test(errLines[0] as string))
+        const code = errorCodeOf(errLines, args);
+        if (errLines.length !== 1 || code === undefined)
           failures.push(`${shown}: exit ${r.code} with stderr ${JSON.stringify(r.stderr.slice(0, 300))}`);
-        const code = /^alp: ([A-Z_]+):/.exec(errLines[0] ?? '')?.[1] ?? '?';
         if (process.env.ALP_CLI_FUZZ_VERBOSE) console.error(`${shown} => ${errLines[0]}`);
-        errorCodes.set(code, (errorCodes.get(code) ?? 0) + 1);
+        errorCodes.set(code ?? '?', (errorCodes.get(code ?? '?') ?? 0) + 1);
         if (r.code === 1 || code === 'INTERNAL') failures.push(`${shown}: INTERNAL for bad input: ${errLines[0]}`);
       }
     }

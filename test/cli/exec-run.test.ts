@@ -102,6 +102,7 @@ describe('alp exec run', () => {
   const execRun = (id: string, command: string[], extra: string[] = []) => ['exec', 'run', id, '--data', data, ...extra, '--', ...command];
 
   before(async () => {
+    await alpJson(['init', '--data', data]);
     human = { ALP_TOKEN: (await alpJson(['token', 'create', '--principal', 'alice', '--kind', 'human', '--data', data])).token };
     agent = { ALP_TOKEN: (await alpJson(['token', 'create', '--principal', 'bot', '--kind', 'agent', '--data', data])).token };
   });

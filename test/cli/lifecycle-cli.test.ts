@@ -22,6 +22,7 @@ describe('alp CLI: the lifecycle', () => {
     const env = {};
     const run = (args: string[], o: { env?: Record<string, string>; token?: string } = {}) =>
       alpJson([...args, '--data', data], { env: { ...env, ...o.env } });
+    await run(['init']);
     const human = await run(['token', 'create', '--principal', 'alice', '--kind', 'human']);
     const agentTok = await run(['token', 'create', '--principal', 'bot', '--kind', 'agent']);
     const asAgent = { ALP_TOKEN: agentTok.token as string };

@@ -80,7 +80,9 @@ describe('alp pins (issue 17 B8)', () => {
     const one = await captureCli(['pins', 'history', '--digest', d('a'), '--data', data]);
     assert.equal(one.stdout.trim().split('\n').length, 2);
     assert.match(one.stdout, /removed {2}sha256:a{64} {2}by \S+: released {2}\(pinned by \S+ at \S+: keep\)/);
-    const empty = JSON.parse((await captureCli(['pins', 'list', '--data', path.join(tempDir('alp-pins-empty'), 'd'), '--json'])).stdout);
+    const fresh = path.join(tempDir('alp-pins-empty'), 'd');
+    assert.equal((await captureCli(['init', '--data', fresh])).code, 0);
+    const empty = JSON.parse((await captureCli(['pins', 'list', '--data', fresh, '--json'])).stdout);
     assert.deepEqual(empty, { pins: [], count: 0 });
   });
 });

@@ -56,6 +56,7 @@ describe('non-regular files at object paths (fs engine)', () => {
     const dir = tempDir('alp-fifo-cli');
     const data = path.join(dir, 'd');
     fs.writeFileSync(path.join(dir, 'run.sh'), 'echo fifo\n');
+    await alpJson(['init', '--data', data]);
     const v = await alpJson(['artifact', 'create', '--data', data, '--name', 'fifo', '--file', path.join(dir, 'run.sh')]);
     const file = (fs.readdirSync(data, { recursive: true }) as string[]).find((p) => p.endsWith(v.content_key as string));
     assert.ok(file, 'the content file');

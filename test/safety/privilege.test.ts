@@ -42,6 +42,7 @@ describe('issue 14 item 6: the CLI asks the shared access table', () => {
       return r;
     };
 
+    await alpJson(['init', ...at]);
     // The local operator (no token) mints tokens of every kind; a human token mints too.
     const human = (await alpJson(['token', 'create', '--principal', 'lead', '--kind', 'human', ...at])).token as string;
     const bot = (await alpJson(['token', 'create', '--principal', 'bot', '--kind', 'agent', ...at])).token as string;

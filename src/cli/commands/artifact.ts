@@ -6,6 +6,7 @@ import { parseLabel } from '../../lifecycle/validation.ts';
 import { versionView } from '../../lifecycle/versions.ts';
 import { openInputFile, writeVerifiedOutput } from '../files.ts';
 import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { chooseVersion, noteChosen, outputChosen, resolveArtifactRef } from '../targets.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -61,14 +62,15 @@ function addArtifactWriteCommands(artifact: Command): void {
 
   artifact
     .command('version <id>')
-    .description('store the next version of an artifact (DRAFT)')
+    .description('store the next version of an artifact (id, or its name when unique) (DRAFT)')
     .requiredOption('--file <path>', 'content file, or - for stdin')
     .option('--filename <filename>', 'filename to record (default: the file’s name)')
     .option('--digest <sha256>', 'expected sha256:… digest of the content')
     .option('--idempotency-key <key>', IDEMPOTENCY_HELP)
-    .action(async (id: string, o, cmd: Command) =>
+    .action(async (ref: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const actor = await actingPrincipal(rt);
+        const id = await resolveArtifactRef(rt.ctx, ref);
         const { body, filename, size } = await openInputFile(o.file, o.filename);
         const input = { filename, body, size, expectedDigest: o.digest ? parseDigest(o.digest) : undefined };
         const { version: v } = await addVersionOnce(rt.ctx, actor, id, input, o.idempotencyKey);
@@ -81,12 +83,14 @@ function addArtifactWriteCommands(artifact: Command): void {
 function addArtifactReadCommands(artifact: Command): void {
   artifact
     .command('show <id>')
-    .description('an artifact and its versions')
-    .action(async (id: string, _o, cmd: Command) =>
+    .description('an artifact (id, or its name when unique) and its versions')
+    .action(async (ref: string, _o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const { head, versions } = await showArtifact(rt.ctx, id);
+        const { head, versions } = await showArtifact(rt.ctx, await resolveArtifactRef(rt.ctx, ref));
         output(rt.opts, { ...headView(head), versions: versions.map(versionView) }, () => [
           `${head.artifact_id}  ${head.name}  kind=${head.kind}  quorum=${head.quorum}`,
+          `  labels: ${labelsText(head.labels)}`,
+          `  created ${head.created_at} by ${head.created_by.id}${head.archived ? `  archived ${head.archived.at}` : ''}`,
           ...versions.map(
             (v) => `  v${v.version}  ${v.state.padEnd(12)} ${v.filename}  ${v.size} bytes  ${v.content_hash}  ${v.created_at}`,
           ),
@@ -125,17 +129,27 @@ function addArtifactReadCommands(artifact: Command): void {
     .description('write a version’s verified content to a file (or - for stdout); exit 5 and no file if it does not verify')
     .option('--version <n>', 'version (default: the latest)')
     .requiredOption('--out <path>', 'output file, or - for stdout')
-    .action(async (id: string, o, cmd: Command) =>
+    .action(async (ref: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const { version, stream } = await openVersionContent(rt.ctx, id, o.version);
+        const id = await resolveArtifactRef(rt.ctx, ref);
+        const choice = await chooseVersion(rt.ctx, id, o.version, 'latest');
+        const { version, stream } = await openVersionContent(rt.ctx, id, choice.version);
         await writeVerifiedOutput(stream, o.out);
-        if (o.out !== '-') {
-          output(
-            rt.opts,
-            { ...versionView(version), out: o.out },
-            () => `wrote ${o.out} (${version.size} bytes, ${version.content_hash} verified)`,
-          );
-        }
+        // The content went to stdout: only the note on the chosen version (on stderr) is left to print.
+        if (o.out === '-') return noteChosen(rt.opts, id, choice);
+        outputChosen(
+          rt.opts,
+          id,
+          choice,
+          { ...versionView(version), out: o.out },
+          () => `wrote ${o.out} (v${version.version}, ${version.size} bytes, ${version.content_hash} verified)`,
+        );
       }),
     );
+}
+
+/** Labels as `k=v, k=v` (or "none"), sorted by key. */
+function labelsText(labels: Record<string, string> | undefined): string {
+  const entries = Object.entries(labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(', ') : 'none';
 }

@@ -2,19 +2,21 @@ import type { Command } from 'commander';
 import { parseCheckpoint, takeCheckpoint } from '../../audit/counter.ts';
 import { history } from '../../audit/history.ts';
 import { verifyAllAudit } from '../../audit/verify-all.ts';
-import { ExitCode, UsageError } from '../../core/errors.ts';
+import { ExitCode, IntegrityError, UsageError } from '../../core/errors.ts';
 import { addProvenance, inTotoStatement, listProvenance, provenanceStepView } from '../../lifecycle/provenance.ts';
 import { type IndexQuery, queryIndex } from '../../lifecycle/queries.ts';
 import { readUserTextFile, writeNewUserFile } from '../files.ts';
 import { progressBar } from '../progress.ts';
-import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { actingPrincipal, errorLine, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { resolveArtifactRef } from '../targets.ts';
 import { registerHistoryCompact } from './history-compact.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
-async function showHistory(id: string | undefined, cmd: Command): Promise<void> {
+async function showHistory(ref: string | undefined, cmd: Command): Promise<void> {
   return withRuntime(cmd, async (rt) => {
-    if (!id) throw new UsageError('give an artifact id: alp history ID');
+    if (!ref) throw new UsageError('give an artifact id (or its name): alp history ID');
+    const id = await resolveArtifactRef(rt.ctx, ref);
     const entries = await history(rt.ctx, id);
     output(rt.opts, { artifact_id: id, entries }, () =>
       entries.map((e) => {
@@ -73,8 +75,9 @@ function registerAuditChainCommands(program: Command): void {
       'recompute every chain (one artifact, or all) and name the first broken link; for all, also the installation-wide append counter',
     )
     .option('--checkpoint <file>', 'also prove every chain still extends this checkpoint (alp audit checkpoint)')
-    .action(async (id: string | undefined, o, cmd: Command) =>
+    .action(async (ref: string | undefined, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
+        const id = ref === undefined ? undefined : await resolveArtifactRef(rt.ctx, ref);
         const checkpoint = o.checkpoint ? parseCheckpoint(await readUserTextFile(o.checkpoint, '--checkpoint')) : undefined;
         const bar = progressBar('audit', rt.opts.json);
         const summary = await verifyAllAudit(rt.ctx, { artifactId: id, checkpoint, progress: bar }).finally(() => bar.stop());
@@ -86,7 +89,8 @@ function registerAuditChainCommands(program: Command): void {
         ]);
         const first = broken[0]?.findings[0];
         if (first) {
-          process.stderr.write(`alp: INTEGRITY: audit chain broken at ${first.row}: ${first.problem}\n`);
+          const broken = new IntegrityError(`audit chain broken at ${first.row}: ${first.problem}`, { row: first.row });
+          process.stderr.write(errorLine(broken, rt.opts.json === true));
           process.exitCode = ExitCode.INTEGRITY;
         }
       }),
@@ -129,8 +133,9 @@ function registerProvenanceCommands(program: Command): void {
     .option('--tool <name@version>', 'tool identity')
     .option('--model <id>', 'model identity')
     .option('--note <text>', 'note')
-    .action(async (id: string, o, cmd: Command) =>
+    .action(async (ref: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
+        const id = await resolveArtifactRef(rt.ctx, ref);
         const step = await addProvenance(rt.ctx, await actingPrincipal(rt), id, {
           action: o.action,
           actor: o.actor,
@@ -147,8 +152,9 @@ function registerProvenanceCommands(program: Command): void {
     .command('show <id>')
     .description('the provenance chain, or an in-toto Statement (SLSA Provenance v1)')
     .option('--format <format>', 'json | in-toto', 'json')
-    .action(async (id: string, o, cmd: Command) =>
+    .action(async (ref: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
+        const id = await resolveArtifactRef(rt.ctx, ref);
         if (o.format === 'in-toto') {
           process.stdout.write(`${JSON.stringify(await inTotoStatement(rt.ctx, id), null, 2)}\n`);
           return;

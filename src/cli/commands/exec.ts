@@ -1,24 +1,27 @@
 import type { Command } from 'commander';
 import { parseDigest } from '../../core/digest.ts';
 import { UsageError } from '../../core/errors.ts';
-import { headView, showArtifact } from '../../lifecycle/artifacts.ts';
+import { headView } from '../../lifecycle/artifacts.ts';
 import { compensate } from '../../lifecycle/compensation.ts';
 import { executionView, finishExecution, readExecution, startExecution, uploadOutput } from '../../lifecycle/executions.ts';
 import { versionView } from '../../lifecycle/versions.ts';
 import { type ExecRunLifecycle, execRun } from '../exec-run.ts';
 import { openInputFile } from '../files.ts';
 import { actingPrincipal, output, parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
+import { type ChosenVersion, chooseVersion, outputChosen, resolveArtifactRef } from '../targets.ts';
 
 export function registerExecCommands(program: Command): void {
   const exec = program.command('exec').description('executions: start, upload outputs, finish');
   exec
     .command('start <id>')
     .description('APPROVED → EXECUTING; re-checks the approvals; prints the run id')
-    .requiredOption('--version <n>', 'version')
-    .action(async (id: string, o, cmd: Command) =>
+    .option('--version <n>', 'version (default: the APPROVED one, else the latest)')
+    .action(async (ref: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const e = await startExecution(rt.ctx, await actingPrincipal(rt), id, parseIntOption('--version', o.version, { min: 1 }) as number);
-        output(rt.opts, executionView(e), () => e.run_id);
+        const id = await resolveArtifactRef(rt.ctx, ref);
+        const choice = await chooseVersion(rt.ctx, id, o.version, 'approved');
+        const e = await startExecution(rt.ctx, await actingPrincipal(rt), id, choice.version);
+        outputChosen(rt.opts, id, choice, executionView(e), () => e.run_id);
       }),
     );
   exec
@@ -58,10 +61,12 @@ export function registerExecCommands(program: Command): void {
     .description('start a run of the APPROVED version, run the command (after --), record its logs and outcome; exits with its exit code')
     .option('--version <n>', 'version (default: the APPROVED one)')
     .option('--output-json <file>', 'once the command exited, record this file as the run’s output.json')
-    .action(async (id: string, command: string[], o, cmd: Command) =>
+    .action(async (ref: string, command: string[], o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const json = rt.opts.json === true;
-        const r = await execRun(await localLifecycle(rt), {
+        const id = await resolveArtifactRef(rt.ctx, ref);
+        const lifecycle = await localLifecycle(rt);
+        const r = await execRun(lifecycle, {
           artifactId: id,
           version: parseIntOption('--version', o.version, { min: 1 }),
           outputJson: o.outputJson,
@@ -71,7 +76,7 @@ export function registerExecCommands(program: Command): void {
           note: (line) => process.stderr.write(`alp exec run: ${line}\n`),
         });
         const e = r.execution;
-        output(rt.opts, e, () => []);
+        output(rt.opts, lifecycle.chosen ? { ...e, chosen_version: lifecycle.chosen } : e, () => []);
         if (!json) process.stderr.write(`alp exec run: run ${String(e.run_id)} ${String(e.status)} (exit ${String(e.exit_code)})\n`);
         // The run is recorded: an output that could not be is this command's error, else it exits as the command did.
         if (r.uploadErrors[0]) throw r.uploadErrors[0];
@@ -84,22 +89,24 @@ export function registerExecCommands(program: Command): void {
     .action(async (run: string, _o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const e = executionView(await readExecution(rt.ctx, run));
-        output(rt.opts, e, () => JSON.stringify(e, null, 2));
+        output(rt.opts, e, () => executionText(e));
       }),
     );
 
   registerCompensate(program);
 }
 
-/** What `exec run` does to the lifecycle, on this installation: what exec start, upload and finish call. */
-async function localLifecycle(rt: Runtime): Promise<ExecRunLifecycle> {
+/**
+ * What `exec run` does to the lifecycle, on this installation: what exec start, upload and finish call;
+ * `chosen` is the version it chose when --version was not given (exec run's own note says which).
+ */
+async function localLifecycle(rt: Runtime): Promise<ExecRunLifecycle & { chosen?: ChosenVersion }> {
   const actor = await actingPrincipal(rt);
-  return {
+  const lifecycle: ExecRunLifecycle & { chosen?: ChosenVersion } = {
     chooseVersion: async (id) => {
-      const { versions } = await showArtifact(rt.ctx, id);
-      const v = versions.findLast((x) => x.state === 'APPROVED') ?? versions.at(-1);
-      if (!v) throw new UsageError(`artifact ${id} has no versions`);
-      return { version: v.version, state: v.state };
+      const { version, chosen } = await chooseVersion(rt.ctx, id, undefined, 'approved');
+      if (chosen) lifecycle.chosen = chosen;
+      return { version, state: chosen?.state ?? 'APPROVED' };
     },
     start: async (id, version) => (await startExecution(rt.ctx, actor, id, version)).run_id,
     upload: async (run, name, file) => {
@@ -108,27 +115,45 @@ async function localLifecycle(rt: Runtime): Promise<ExecRunLifecycle> {
     },
     finish: async (run, outcome) => executionView(await finishExecution(rt.ctx, actor, run, outcome)),
   };
+  return lifecycle;
+}
+
+/** `exec show` without --json: the run's facts, one per line, then its outputs (logs with their sizes). */
+function executionText(e: Record<string, unknown>): string[] {
+  const outputs = (e.outputs ?? {}) as Record<string, { key: string; digest: string; size: number }>;
+  const by = (e.started_by as { id?: string } | undefined)?.id ?? '?';
+  const names = Object.keys(outputs).sort();
+  const inProgress = (e.uploads_in_progress as string[] | undefined) ?? [];
+  return [
+    `run ${String(e.run_id)}  ${String(e.status)}`,
+    `  artifact:  ${String(e.artifact_id)} v${String(e.version)} (${String(e.content_hash)})`,
+    `  exit code: ${e.exit_code === undefined ? '-' : String(e.exit_code)}${e.signal ? `  signal: ${String(e.signal)}` : ''}`,
+    `  started:   ${String(e.started_at)} by ${by}`,
+    `  finished:  ${e.finished_at ? String(e.finished_at) : '- (running)'}`,
+    `  outputs:${names.length ? '' : '   none'}`,
+    ...names.map((n) => `    ${n.padEnd(12)} ${String(outputs[n]?.size).padStart(10)} bytes  ${String(outputs[n]?.digest)}`),
+    ...(inProgress.length ? [`  uploading: ${inProgress.join(', ')}`] : []),
+  ];
 }
 
 function registerCompensate(program: Command): void {
   program
     .command('compensate <id>')
     .description('create the compensation (rollback) artifact of an EXECUTED or FAILED version')
-    .requiredOption('--version <n>', 'the version to compensate')
+    .option('--version <n>', 'the version to compensate (default: the latest EXECUTED or FAILED one)')
     .requiredOption('--file <path>', 'rollback content, or - for stdin')
     .option('--filename <filename>', 'filename (stored as rollback-{filename})')
     .option('--reason <text>', 'why')
-    .action(async (id: string, o, cmd: Command) =>
+    .action(async (ref: string, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
+        const id = await resolveArtifactRef(rt.ctx, ref);
+        const choice = await chooseVersion(rt.ctx, id, o.version, 'executed');
         const { body, filename, size } = await openInputFile(o.file, o.filename);
-        const r = await compensate(rt.ctx, await actingPrincipal(rt), id, parseIntOption('--version', o.version, { min: 1 }) as number, {
-          filename,
-          body,
-          size,
-          reason: o.reason,
-        });
-        output(
+        const r = await compensate(rt.ctx, await actingPrincipal(rt), id, choice.version, { filename, body, size, reason: o.reason });
+        outputChosen(
           rt.opts,
+          id,
+          choice,
           { compensation: headView(r.compensation), version: versionView(r.version), compensated: versionView(r.compensated) },
           () => [
             `compensation artifact ${r.compensation.artifact_id} (${r.version.content_key})`,
