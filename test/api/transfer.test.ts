@@ -347,7 +347,8 @@ describe('HTTP API: verified downloads', () => {
     };
     const auth = { authorization: `Bearer ${h.tokens.service}` };
     const before = Number(
-      /alp_integrity_failures_total\{operation="download",cause="stored_bytes"\} (\d+)/.exec((await h.call('GET', '/metrics')).text)?.[1] ?? 0,
+      /alp_integrity_failures_total\{operation="download",cause="stored_bytes"\} (\d+)/.exec((await h.call('GET', '/metrics')).text)?.[1] ??
+        0,
     );
 
     // Small: verified completely before the first byte goes out.
