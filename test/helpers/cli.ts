@@ -48,3 +48,16 @@ export async function alpJson<T = Record<string, unknown>>(args: string[], opts:
   if (r.code !== 0) throw new Error(`alp ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as T;
 }
+
+/**
+ * The error a CLI run printed, as the text line `alp: CODE: message` whether it ran with `--json` (one
+ * JSON line `{"error":{…}}` on stderr) or without (that text line itself); stderr as is otherwise.
+ */
+export function cliErrorText(stderr: string): string {
+  for (const line of stderr.split('\n')) {
+    if (!line.startsWith('{"error":')) continue;
+    const { error } = JSON.parse(line) as { error: { code: string; message: string } };
+    return `alp: ${error.code}: ${error.message}`;
+  }
+  return stderr;
+}

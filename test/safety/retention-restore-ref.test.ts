@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { cliErrorText } from '../helpers/cli.ts';
 import { cliRetention } from '../helpers/retention-harness.ts';
 
 describe('alp retention run --restore (issue 14 item 16)', () => {
@@ -48,7 +49,7 @@ describe('alp retention run --restore (issue 14 item 16)', () => {
     for (const [ref, message, code] of bogus) {
       const r = await retention(ref, 9);
       assert.equal(r.code, code, `${ref}: ${r.stderr}`);
-      assert.match(r.stderr, message, ref);
+      assert.match(cliErrorText(r.stderr), message, ref);
       assert.doesNotMatch(r.stderr, /disk I\/O|SQLITE_|INTERNAL/, ref);
     }
   });

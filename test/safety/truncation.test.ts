@@ -20,6 +20,7 @@ import { reconcile } from '../../src/recovery/reconcile.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import { queryAll } from '../../src/store/item-store.ts';
 import { initInstallation } from '../../src/system/installation.ts';
+import { cliErrorText } from '../helpers/cli.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
 import { bytesOf, tempDir } from '../helpers/tmp.ts';
@@ -74,7 +75,7 @@ for (const [profile, open] of profiles) {
       };
       assert.deepEqual([report.counter.status, report.counter.ok, report.counter.sum, report.counter.appended], ['checked', false, 3, 5]);
       assert.match(report.counter.detail, /tail truncation/);
-      assert.match(verify.stderr, /INTEGRITY: audit chain broken at TELQ#outbox STATE/);
+      assert.match(cliErrorText(verify.stderr), /INTEGRITY: audit chain broken at TELQ#outbox STATE/);
 
       const withCheckpoint = await cli(p, ['audit', 'verify', id, '--checkpoint', checkpointFile]);
       assert.equal(withCheckpoint.code, 5);
