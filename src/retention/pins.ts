@@ -24,7 +24,7 @@ import { newId } from '../core/ids.ts';
 import { PIN_LOG_SK_PREFIX, PIN_SK_PREFIX, PINS_PK, pinLogSk, pinSk } from '../core/keys.ts';
 import type { Principal } from '../lifecycle/model.ts';
 import { cond, type Item, type ItemStore, MAX_PAGE_LIMIT, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
-import type { ServiceContext } from '../system/context.ts';
+import type { AuditEvent, ServiceContext } from '../system/context.ts';
 import { fenceCheck, fenceKey, readFence } from '../system/fence.ts';
 import { epochCheck, readEpoch } from '../system/state.ts';
 
@@ -140,11 +140,12 @@ async function commitChange(ctx: PinDeps, op: TransactOp, event: PinEvent): Prom
   const hex = event.digest.slice(DIGEST_PREFIX.length);
   const { digest: _d, ...rest } = event;
   const log: Item = { PK: PINS_PK, SK: pinLogSk(event.at, id), type: 'pin_event', digest_hex: hex, ...rest };
-  const audit = {
+  const audit: AuditEvent = {
     event_id: `pin:${hex}:${event.action}:${id}`,
     type: `pin_${event.action}`,
     aggregate_id: `pin:${hex}`,
     timestamp: event.at,
+    chained: false,
   };
   const attempt = async (fenceOps: TransactOp[]) => {
     const core: TransactOp[] = [op, { op: 'put', item: log, condition: cond.notExists() }, ...fenceOps];

@@ -43,6 +43,11 @@ export interface AuditEvent {
   type: string;
   aggregate_id: string;
   timestamp: string;
+  /**
+   * False for an event that is not an entry of an artifact's audit chain (a pin change: the pins keep
+   * their own log), which the installation-wide append counter (src/audit/counter.ts) must not count.
+   */
+  chained?: false;
 }
 
 /**

@@ -42,7 +42,7 @@ async function attempt(items: ItemStore, ops: TransactOp[]): Promise<number> {
 function admitOps(w: CustomWrite, r: Reclaimable | undefined): TransactOp[] {
   return [
     w.fence,
-    admitOp(w.key, w.limits, 1, w.bytes, false, r ?? NOTHING_RELEASED),
+    admitOp(w.key, w.limits, 1, w.bytes, 0, r ?? NOTHING_RELEASED),
     ...(r?.items ?? []).flatMap(exhaustOps),
     { op: 'put', item: w.id, condition: cond.notExists() },
     { op: 'put', item: w.rec, condition: cond.notExists() },
@@ -71,7 +71,7 @@ export async function admitOrDrop(w: CustomWrite, full: Set<number>): Promise<'a
       continue; // an exhausted record was removed by someone else meanwhile: search again
     }
     // Still full: the complementary drop commits while it is (one write); failing, the shard drained.
-    if ((await attempt(w.items, [w.fence, dropOp(w.key, 1, false, w.limits, w.bytes)])) === -1) return 'dropped';
+    if ((await attempt(w.items, [w.fence, dropOp(w.key, 1, 0, w.limits, w.bytes)])) === -1) return 'dropped';
     full.delete(w.shard);
   }
   await attempt(w.items, [w.fence, dropOp(w.key, 1)]);

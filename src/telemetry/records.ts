@@ -148,12 +148,17 @@ function releasedAdd(r: Released): Record<string, number> {
   return r.records > 0 ? { exhausted: r.records } : {};
 }
 
+/** The append counter's update (src/audit/counter.ts) for `appended` audit chain entries among the records. */
+function appendedAdd(appended: number): Record<string, number> {
+  return appended > 0 ? { audit_appended: appended } : {};
+}
+
 export function admitOp(
   key: ItemKey,
   limits: TelemetryLimits,
   n: number,
   bytes: number,
-  audit = false,
+  appended = 0,
   released = NOTHING_RELEASED,
 ): TransactOp {
   return {
@@ -164,7 +169,7 @@ export function admitOp(
         accepted: n,
         live_records: n - released.records,
         live_bytes: bytes - released.bytes,
-        ...(audit ? { audit_appended: n } : {}),
+        ...appendedAdd(appended),
         ...releasedAdd(released),
       },
     },
@@ -185,7 +190,7 @@ export function admitOp(
 export function dropOp(
   key: ItemKey,
   n: number,
-  audit = false,
+  appended = 0,
   limits?: TelemetryLimits,
   bytes = 0,
   released = NOTHING_RELEASED,
@@ -194,7 +199,7 @@ export function dropOp(
   return {
     op: 'update',
     key,
-    update: { add: { dropped: n, ...(audit ? { audit_appended: n } : {}), ...releasedAdd(released), ...leaving } },
+    update: { add: { dropped: n, ...appendedAdd(appended), ...releasedAdd(released), ...leaving } },
     ...(limits
       ? {
           condition: cond.or(

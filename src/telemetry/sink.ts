@@ -34,6 +34,8 @@ interface Group {
   shard: number;
   records: Item[];
   bytes: number;
+  /** How many of the records are audit chain entries (what the append counter counts). */
+  chained: number;
   /** The latest event time of the group: records whose last lease expired by then are exhausted. */
   nowMs: number;
 }
@@ -45,9 +47,10 @@ function groupByShard(events: AuditEvent[], n: number): Group[] {
     const payload = auditPayload(e);
     const size = Buffer.byteLength(JSON.stringify(payload), 'utf8');
     const at = toMs(e.timestamp, 'event timestamp');
-    const g = groups.get(shard) ?? { shard, records: [], bytes: 0, nowMs: at };
+    const g = groups.get(shard) ?? { shard, records: [], bytes: 0, chained: 0, nowMs: at };
     g.records.push(recordItem(telqShardPk(shard, n), e.event_id, 'audit', payload, size, at, false));
     g.bytes += size;
+    if (e.chained !== false) g.chained += 1;
     g.nowMs = Math.max(g.nowMs, at);
     groups.set(shard, g);
   }
@@ -113,14 +116,14 @@ function planFull(g: Group, layout: ShardLayout, mem: Memory, puts: Item[], room
   const { released, ops: exhaust } = fitted(mem.reclaims.get(g.shard) ?? NONE_RECLAIMABLE, room - 1 - puts.length);
   const stale = exhaust.map(() => ({ shard: g.shard, kind: 'stale' as const }));
   if (released.records === 0) {
-    out.ops.push(dropOp(key, n, true, limits, g.bytes));
+    out.ops.push(dropOp(key, n, g.chained, limits, g.bytes));
     out.owner.push({ shard: g.shard, kind: 'capacity' });
   } else if (mem.dropReclaiming.has(g.shard)) {
-    out.ops.push(dropOp(key, n, true, limits, g.bytes, released), ...exhaust);
+    out.ops.push(dropOp(key, n, g.chained, limits, g.bytes, released), ...exhaust);
     out.owner.push({ shard: g.shard, kind: 'capacity' }, ...stale);
   } else {
     out.ops.push(
-      admitOp(key, limits, n, g.bytes, true, released),
+      admitOp(key, limits, n, g.bytes, g.chained, released),
       ...exhaust,
       ...puts.map((item): TransactOp => ({ op: 'put', item, condition: cond.notExists() })),
     );
@@ -138,13 +141,13 @@ function plan(groups: Group[], layout: ShardLayout, mem: Memory, budget: number)
     const puts = 1 + n <= room ? g.records : 1 + Math.ceil(n / BATCH_EVENTS) <= room ? batchItems(g.records) : undefined;
     if (!puts) {
       // Not even a batch fits: a deliberate, counted drop (unconditional: it says nothing of the shard).
-      out.ops.push(dropOp(key, n, true));
+      out.ops.push(dropOp(key, n, g.chained));
       out.owner.push(undefined);
     } else if (mem.full.has(g.shard)) {
       planFull(g, layout, mem, puts, room, out);
     } else {
       out.ops.push(
-        admitOp(key, limits, n, g.bytes, true),
+        admitOp(key, limits, n, g.bytes, g.chained),
         ...puts.map((item): TransactOp => ({ op: 'put', item, condition: cond.notExists() })),
       );
       out.owner.push({ shard: g.shard, kind: 'capacity' }, ...puts.map(() => undefined));
@@ -155,9 +158,10 @@ function plan(groups: Group[], layout: ShardLayout, mem: Memory, budget: number)
 
 /** Unconditional drops: one per shard when they fit, else one on the first shard counting every event. */
 function fallbackOps(groups: Group[], layout: ShardLayout, budget: number): TransactOp[] {
-  if (groups.length <= budget) return groups.map((g) => dropOp(shardStateKey(g.shard, layout.shards), g.records.length, true));
+  if (groups.length <= budget) return groups.map((g) => dropOp(shardStateKey(g.shard, layout.shards), g.records.length, g.chained));
   const total = groups.reduce((n, g) => n + g.records.length, 0);
-  return [dropOp(shardStateKey((groups[0] as Group).shard, layout.shards), total, true)];
+  const chained = groups.reduce((n, g) => n + g.chained, 0);
+  return [dropOp(shardStateKey((groups[0] as Group).shard, layout.shards), total, chained)];
 }
 
 /**

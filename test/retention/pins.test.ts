@@ -8,9 +8,11 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { checkAuditCounter, establishAuditBaseline } from '../../src/audit/counter.ts';
 import { DAY_MS } from '../../src/core/clock.ts';
 import { Conflict, Forbidden, InvalidInput, MaintenanceInProgress, NotFound } from '../../src/core/errors.ts';
 import { PINS_PK, TELQ_FRESH_PREFIX, TELQ_PK } from '../../src/core/keys.ts';
+import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { createBackup } from '../../src/recovery/backup.ts';
 import { restoreBackup } from '../../src/recovery/restore.ts';
 import { addPin, getPin, listPins, pinHistory, removePin, storedPins } from '../../src/retention/pins.ts';
@@ -21,6 +23,7 @@ import { attachAuditSinks } from '../../src/runtime/sinks.ts';
 import { queryAll } from '../../src/store/item-store.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import { readFence, withMaintenance } from '../../src/system/fence.ts';
+import { initInstallation } from '../../src/system/installation.ts';
 import { recoverMaintenance } from '../../src/system/recovery.ts';
 import { advanceEpoch } from '../../src/system/state.ts';
 import { embeddedContext } from '../helpers/context.ts';
@@ -38,7 +41,7 @@ import {
   purgeDiesAtFirstDelete,
   runRetention,
 } from '../helpers/retention-harness.ts';
-import { collect, tempDir } from '../helpers/tmp.ts';
+import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
 
 after(stopDistributedServers);
 
@@ -104,6 +107,19 @@ function pinsSuite(engine: Engine): void {
       const outbox = await queryAll(i.ctx.items, { pk: TELQ_PK, sk: { beginsWith: TELQ_FRESH_PREFIX }, consistent: true });
       const types = outbox.map((r) => (r.payload as Record<string, unknown>)?.type).filter((t) => String(t).startsWith('pin_'));
       assert.deepEqual(types.sort(), ['pin_added', 'pin_added', 'pin_added', 'pin_added', 'pin_added', 'pin_removed']);
+    });
+
+    it('a pin change is not an audit chain entry: the installation-wide append counter still matches the chains', async () => {
+      const i = await fresh();
+      await (await attachAuditSinks(i.ctx)).open();
+      await initInstallation(i.ctx);
+      assert.equal(await establishAuditBaseline(i.ctx), 0);
+      const { version } = await createArtifact(i.ctx, bot, { name: 'kept', filename: 'k.sh', body: bytesOf('true\n') });
+      await addPin(i.ctx, version.content_hash, operator, 'keep it');
+      await removePin(i.ctx, version.content_hash, operator, 'not any more');
+      await addPin(i.ctx, hexDigest('a'), operator, 'keep a');
+      const counter = await checkAuditCounter(i.ctx);
+      assert.deepEqual([counter.status, counter.ok, counter.sum, counter.appended], ['checked', true, 1, 1], counter.detail);
     });
 
     it('only a human operator changes pins', async () => {
