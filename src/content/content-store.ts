@@ -78,6 +78,16 @@ export interface PutOptions {
    * overwritten; the right bytes already there are kept. Needs `expectedDigest`.
    */
   repair?: boolean;
+  /**
+   * The key is new by construction — under an id just minted or a version number just reserved, so no
+   * other writer and no retry ever writes it — and nothing names it until the caller commits. An
+   * engine may then write the bytes at the key itself and make them durable in one round (fs: O_EXCL
+   * on the final name, the file's and the directories' fsyncs together) instead of staging them aside:
+   * after a crash the key may hold partial bytes, which no record names, every read would refuse by
+   * their digest, and retention reclaims (docs/design.md §6 "fs publish"). Ignored with `repair`, for
+   * replaceable keys, and by engines whose writes are atomic anyway (S3).
+   */
+  fresh?: boolean;
 }
 
 export interface PutResult {

@@ -102,6 +102,7 @@ export async function prepareNewArtifact(
     labels,
     filename,
     key,
+    keyIsFresh: opts.contentKeyFor === undefined,
     createdAt,
     input,
   });
@@ -163,6 +164,7 @@ export async function addVersion(
     labels: head.labels,
     filename,
     key,
+    keyIsFresh: true,
     createdAt,
     input,
   });

@@ -31,6 +31,12 @@ export interface StoreVersionArgs {
   labels: Record<string, string>;
   filename: string;
   key: string;
+  /**
+   * Whether `key` is under this version's own fresh prefix (artifacts/{new id}/v1/ or a reserved
+   * v{n}/), which no retry ever writes again — not a compensation's rollback key, which a retry after
+   * a crash writes again (content-store.ts PutOptions.fresh).
+   */
+  keyIsFresh: boolean;
   createdAt: string;
   input: ContentInput;
 }
@@ -50,6 +56,7 @@ export async function storeVersionContent(
     ...(a.input.expectedDigest ? { expectedDigest: a.input.expectedDigest } : {}),
     ...(a.input.maxBytes !== undefined ? { maxBytes: a.input.maxBytes } : {}),
     ...(a.input.size !== undefined ? { sizeHint: a.input.size } : {}),
+    fresh: a.keyIsFresh,
   });
   const metaKey = metadataKey(a.artifactId, a.version);
   const snapshot = {
@@ -68,7 +75,8 @@ export async function storeVersionContent(
   let meta: StagedObject | undefined;
   let indexOps: Promise<TransactOp[]>;
   try {
-    meta = await ctx.content.stage(metaKey, [Buffer.from(`${canonicalJson(snapshot)}\n`)]);
+    // metadata.json's key is the version's own (a new id's v1, or a number just reserved): always fresh.
+    meta = await ctx.content.stage(metaKey, [Buffer.from(`${canonicalJson(snapshot)}\n`)], { fresh: true });
     indexOps = claimRefIndexOps(ctx.content, [put, meta]);
     await ctx.content.publish([put, meta]);
   } catch (e) {

@@ -411,6 +411,34 @@ export function immutableKeyConformance(h: Pick<ContentStoreHarness, 'name' | 'o
       );
     });
 
+    it('issue 18 item 1: fresh keys (written in place on fs) publish whole bytes; refused, failed and discarded ones leave nothing', async () => {
+      const n = ns();
+      const [a, m] = [`artifacts/${n}/v1/f.txt`, `artifacts/${n}/v1/metadata.json`];
+      const content = await store.stage(a, [Buffer.from('fresh content')], { fresh: true });
+      const meta = await store.stage(m, [Buffer.from('{"m":1}\n')], { fresh: true });
+      await store.publish([content, meta]);
+      assert.equal((await collect(await store.get(a, sha256('fresh content')))).toString(), 'fresh content');
+      assert.equal((await collect(await store.get(m, meta.digest))).toString(), '{"m":1}\n');
+      await assert.rejects(
+        store.stage(`artifacts/${n}/v2/bad`, [Buffer.from('x')], { fresh: true, expectedDigest: sha256('y') }),
+        IntegrityError,
+      );
+      await assert.rejects(store.stage(`artifacts/${n}/v2/big`, [Buffer.from('too many bytes')], { fresh: true, maxBytes: 4 }), TooLarge);
+      const dropped = await store.stage(`artifacts/${n}/v2/dropped`, [Buffer.from('never')], { fresh: true });
+      await store.discard([dropped]);
+      assert.deepEqual(
+        (await store.listPage(`artifacts/${n}/`)).objects.map((o) => o.key),
+        [a, m],
+      );
+      // Still create-only when something is at the key: the same bytes are a retry, others CONFLICT.
+      await store.publish([await store.stage(a, [Buffer.from('fresh content')], { fresh: true })]);
+      await assert.rejects(
+        store.stage(a, [Buffer.from('other bytes')], { fresh: true }).then((s) => store.publish([s])),
+        Conflict,
+      );
+      assert.equal((await collect(await store.get(a, sha256('fresh content')))).toString(), 'fresh content');
+    });
+
     it('issue 14 item 1: discarding a staged object never deletes bytes another writer put at the key', async () => {
       const key = `executions/${ns()}/stderr.log`;
       const first = await store.put(key, bytesOf('theirs'));

@@ -3,7 +3,8 @@
  * fsyncs, links, then one round of directory fsyncs shared between concurrent publishes; a directory
  * made by one stage is made durable by whichever publish into it comes first; kill -9 at every fsync
  * of a creation leaves only whole objects or nothing at the keys, temp files that cleanupInterrupted
- * removes, and keys a retry with the same bytes can publish.
+ * removes, and keys a retry with the same bytes can publish. Fresh keys (a new id's, a reserved
+ * version's) are written in place with the files' and directories' fsyncs in one round.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,6 +14,7 @@ import { describe, it } from 'node:test';
 import { DirSyncer } from '../../src/content/fs/dir-sync.ts';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import { sha256 } from '../../src/core/digest.ts';
+import { Conflict, IntegrityError } from '../../src/core/errors.ts';
 import { fromSource } from '../helpers/cli-bundle.ts';
 import { bytesOf, collect, tempDir } from '../helpers/tmp.ts';
 import { tempFiles } from '../torture/checks.ts';
@@ -153,9 +155,9 @@ describe('fs publish: directories', () => {
 
 const worker = path.join(import.meta.dirname, 'fs-crash-worker.ts');
 
-function runWorker(root: string, id: string, killAt: number): Promise<{ killed: boolean; fsyncs: string[] }> {
+function runWorker(root: string, id: string, killAt: number, mode = 'temp'): Promise<{ killed: boolean; fsyncs: string[] }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...fromSource(worker), root, id, String(killAt)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...fromSource(worker), root, id, String(killAt), mode], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (b: Buffer) => {
@@ -212,5 +214,66 @@ describe('fs publish: kill -9 at every fsync of a creation', () => {
       await store.put(`artifacts/${id}/v1/f.txt`, [contentBytes]);
       await store.put(`artifacts/${id}/v1/metadata.json`, [metaBytes]);
     }
+  });
+});
+
+describe('fs publish: fresh keys written in place (issue 18 item 1)', () => {
+  it('the files’ and the directories’ fsyncs are one round', async () => {
+    const root = tempDir('alp-fs-round');
+    const issued: Array<{ kind: string; at: number }> = [];
+    const store = await FsContentStore.open(root, {
+      fsyncHook: async ({ kind }) => {
+        issued.push({ kind, at: performance.now() });
+        await new Promise((r) => setTimeout(r, 50));
+      },
+    });
+    const content = await store.stage('artifacts/one/v1/f.txt', [Buffer.from('content')], { fresh: true });
+    const meta = await store.stage('artifacts/one/v1/metadata.json', [Buffer.from('{}')], { fresh: true });
+    await store.publish([content, meta]);
+    assert.deepEqual(issued.map((i) => i.kind).sort(), ['dir', 'dir', 'dir', 'dir', 'file', 'file']);
+    // Every fsync was issued before the first (held 50 ms) finished: one round, not files then directories.
+    const spread = Math.max(...issued.map((i) => i.at)) - Math.min(...issued.map((i) => i.at));
+    assert.ok(spread < 40, `fsyncs issued over ${spread.toFixed(1)} ms`);
+    assert.deepEqual(tempFiles(root), []);
+    // The temp path (a key that is not fresh) keeps its two rounds: directories only after the files' fsyncs.
+    issued.length = 0;
+    const staged = await store.stage('artifacts/two/v1/f.txt', bytesOf('content'));
+    await store.publish([staged]);
+    const firstDir = Math.min(...issued.filter((i) => i.kind === 'dir').map((i) => i.at));
+    assert.ok(firstDir - Math.min(...issued.map((i) => i.at)) >= 45, 'the directory round follows the file round');
+  });
+
+  it('kill -9 at every fsync: the keys hold the bytes written (or nothing), no temp files; a retry with the same bytes publishes, torn bytes are CONFLICT', async () => {
+    const root = tempDir('alp-fs-crash-fresh');
+    await runWorker(root, 'first', -1, 'fresh');
+    const full = await runWorker(root, 'full', -1, 'fresh');
+    assert.equal(full.killed, false);
+    const contentBytes = Buffer.alloc(4096, 7);
+    const metaBytes = Buffer.from('{"m":1}\n');
+    for (let killAt = 0; killAt < full.fsyncs.length; killAt++) {
+      const id = `k${killAt}`;
+      assert.equal((await runWorker(root, id, killAt, 'fresh')).killed, true, `killed at fsync ${killAt}`);
+      const store = await FsContentStore.open(root);
+      // kill -9 keeps the page cache: the bytes written before the round are at the keys (a power loss
+      // could leave them partial or absent — nothing names them, and a read checks them against their digest).
+      for (const [key, bytes] of [
+        [`artifacts/${id}/v1/f.txt`, contentBytes],
+        [`artifacts/${id}/v1/metadata.json`, metaBytes],
+      ] as const) {
+        assert.deepEqual(await collect(await store.get(key, sha256(bytes))), bytes, `${key} after a kill at fsync ${killAt}`);
+        await store.put(key, [bytes], { fresh: true });
+      }
+      assert.equal(await store.cleanupInterrupted(), 0, 'no temp files');
+      assert.deepEqual(tempFiles(root), []);
+    }
+    // What a power loss during the round may leave: partial bytes at a fresh key. Reads refuse them by
+    // their digest; writing that key again is CONFLICT — which is why only keys no retry ever writes
+    // again (a new id, a reserved version number) are fresh.
+    const store = await FsContentStore.open(root);
+    const torn = path.join(root, 'artifacts', 'torn', 'v1', 'f.txt');
+    fs.mkdirSync(path.dirname(torn), { recursive: true });
+    fs.writeFileSync(torn, contentBytes.subarray(0, 1000));
+    await assert.rejects(collect(await store.get('artifacts/torn/v1/f.txt', sha256(contentBytes))), IntegrityError);
+    await assert.rejects(store.put('artifacts/torn/v1/f.txt', [contentBytes], { fresh: true }), Conflict);
   });
 });

@@ -3,7 +3,8 @@
  * target directory (O_EXCL), are hashed in the same pass, fsynced, then linked to the key (create-only
  * keys: link() fails with EEXIST instead of replacing what is there) or renamed over it (replaceable
  * keys); then one round fsyncs the target directory and the parent of every directory not yet durable
- * (fs-dirs.ts), each once, shared with concurrent publishes (docs/design.md §6, "fs publish"). Keys
+ * (fs-dirs.ts), each once, shared with concurrent publishes (docs/design.md §6, "fs publish"). A small
+ * fresh key (in-place.ts) is written at the key itself and made durable in one round. Keys
  * reach the filesystem only through `resolve`, which validates them and refuses symlinks anywhere below
  * the root.
  */
@@ -35,6 +36,7 @@ import { removeInterrupted } from './fs-cleanup.ts';
 import { ContentDirs, type TargetDir } from './fs-dirs.ts';
 import { diskError, mapFsError, notRegular } from './fs-errors.ts';
 import { reportedClass, walkListing, walkObjects } from './fs-walk.ts';
+import { CREATE_FLAGS, checkWhole, settleAll, writesInPlace } from './in-place.ts';
 import { closeInPool, closeSynced, fsyncFile, openTempFile } from './temp-file.ts';
 import { VerifiedFileStream } from './verified-file.ts';
 
@@ -59,7 +61,7 @@ export class FsContentStore implements ContentStore {
 
   private readonly staging = new Map<
     StagedObject,
-    { fd: number; tmpPath: string; finalPath: string; target: TargetDir; repair: boolean }
+    { fd: number; tmpPath: string; finalPath: string; target: TargetDir; repair: boolean; inPlace: boolean }
   >();
 
   private readonly dirs: ContentDirs;
@@ -101,11 +103,15 @@ export class FsContentStore implements ContentStore {
     return { digest: staged.digest, size: staged.size };
   }
 
-  /** Writes the bytes to a temp file in the target directory (O_EXCL), hashing them in the same pass (body-writer.ts). */
+  /**
+   * Writes the bytes to a temp file in the target directory (O_EXCL), or for a small fresh key to the
+   * key itself (O_EXCL), hashing them in the same pass (body-writer.ts).
+   */
   async stage(key: string, body: Body, opts: PutOptions = {}): Promise<StagedObject> {
     const segments = validateObjectKey(key);
-    const { target, fd, tmpPath } = await this.openTemp(segments.slice(0, -1));
-    const finalPath = path.join(target.dir, segments[segments.length - 1] as string);
+    const name = segments[segments.length - 1] as string;
+    const { target, fd, tmpPath, inPlace } = await this.openTemp(segments.slice(0, -1), writesInPlace(key, body, opts) ? name : undefined);
+    const finalPath = path.join(target.dir, name);
     try {
       const { digest, size } = await writeBody(fd, body, opts, (e) => diskError(e));
       if (opts.expectedDigest && opts.expectedDigest !== digest) {
@@ -116,7 +122,7 @@ export class FsContentStore implements ContentStore {
         });
       }
       const staged: StagedObject = { key, digest, size };
-      this.staging.set(staged, { fd, tmpPath, finalPath, target, repair: opts.repair === true });
+      this.staging.set(staged, { fd, tmpPath, finalPath, target, repair: opts.repair === true, inPlace });
       return staged;
     } catch (e) {
       await closeInPool(fd);
@@ -127,18 +133,28 @@ export class FsContentStore implements ContentStore {
   }
 
   /**
-   * Creates the target directory and a temp file in it. A concurrent cleanup (a refused upload's, or
-   * cleanupInterrupted) may remove an empty directory between the two steps: then both are done again, once.
+   * Creates the target directory and a temp file in it — or the file `inPlaceName` itself, unless
+   * something is there already (then a temp file: publish's link decides between a retry and a
+   * conflict). A concurrent cleanup (a refused upload's, or cleanupInterrupted) may remove an empty
+   * directory between the two steps: then both are done again, once.
    */
-  private async openTemp(dirSegments: string[]) {
+  private async openTemp(dirSegments: string[], inPlaceName: string | undefined) {
     for (let attempt = 0; ; attempt++) {
       let made: string[] = [];
       try {
         const target = await this.dirs.ensure(dirSegments);
         made = target.made;
+        if (inPlaceName !== undefined) {
+          const finalPath = path.join(target.dir, inPlaceName);
+          const fd = await openTempFile(finalPath, CREATE_FLAGS, FILE_MODE).catch((e: NodeJS.ErrnoException) => {
+            if (e.code === 'EEXIST') return undefined;
+            throw e;
+          });
+          if (fd !== undefined) return { target, fd, tmpPath: finalPath, inPlace: true };
+        }
         const tmpPath = path.join(target.dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
-        const fd = await openTempFile(tmpPath, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, FILE_MODE);
-        return { target, fd, tmpPath };
+        const fd = await openTempFile(tmpPath, CREATE_FLAGS, FILE_MODE);
+        return { target, fd, tmpPath, inPlace: false };
       } catch (e) {
         const vanished = (e as NodeJS.ErrnoException).code === 'ENOENT' || e instanceof NotFound;
         if (!vanished || attempt > 0) {
@@ -153,7 +169,9 @@ export class FsContentStore implements ContentStore {
    * Two rounds: fsyncs every staged file at once; publishes each at its key (link for create-only keys,
    * rename otherwise); then fsyncs every directory whose entries changed or are not yet durable, each
    * once. A crash before the links leaves temp files only; before the second round ends, unreferenced
-   * whole objects at most (docs/design.md §6).
+   * whole objects at most. Objects written in place (fresh keys) are at their keys already: when every
+   * object of the publish is, the directories are fsynced in the same round as the files — a crash
+   * before it ends leaves unreferenced (maybe partial) bytes at keys nothing names (docs/design.md §6).
    */
   async publish(staged: StagedObject[]): Promise<void> {
     const states = staged.map((s) => {
@@ -162,38 +180,33 @@ export class FsContentStore implements ContentStore {
       return state;
     });
     for (const s of staged) this.staging.delete(s);
-    let renamed = 0;
+    const syncDirs = () =>
+      this.dirs.syncAll(
+        states.flatMap((s) => [s.target.dir, ...s.target.parents]),
+        states.flatMap((s) => s.target.fresh),
+      );
+    const oneRound = states.every((s) => s.inPlace);
+    let published = 0;
     let closed = false;
     try {
-      await Promise.all(states.map((s) => this.syncFile(s.fd, s.tmpPath)));
+      // Settled, not raced: a descriptor is closed (on failure) only once no fsync of it is in flight.
+      await settleAll([...states.map((s) => this.syncFile(s.fd, s.tmpPath)), ...(oneRound ? [syncDirs()] : [])]);
       // A torn write (the file on disk shorter or longer than the bytes that were hashed) is never
-      // published: one fstat per file, after the fsync, before the rename.
-      states.forEach((s, i) => {
-        const expected = (staged[i] as StagedObject).size;
-        const actual = fstatSync(s.fd).size;
-        if (actual !== expected)
-          throw new IntegrityError(
-            `torn write: ${(staged[i] as StagedObject).key} holds ${actual} bytes on disk, ${expected} were written`,
-            {
-              key: (staged[i] as StagedObject).key,
-            },
-          );
-      });
+      // published: one fstat per file, after the fsync, before the link.
+      for (const [i, s] of states.entries()) checkWhole(staged[i] as StagedObject, fstatSync(s.fd).size);
       // Closing changes nothing on disk, and after the fsync it is a microsecond syscall (temp-file.ts).
       closed = true;
       for (const s of states) closeSynced(s.fd);
       for (const [i, s] of states.entries()) {
-        await this.publishOne(staged[i] as StagedObject, s);
-        renamed++;
+        if (!s.inPlace) await this.publishOne(staged[i] as StagedObject, s);
+        published++;
       }
       // One round for every directory whose entries changed: the targets (the links) and the parents of
       // directories not yet durable. Nothing names the keys before this round has succeeded.
-      await this.dirs.syncAll(
-        states.flatMap((s) => [s.target.dir, ...s.target.parents]),
-        states.flatMap((s) => s.target.fresh),
-      );
+      if (!oneRound) await syncDirs();
     } catch (e) {
-      for (const s of states.slice(renamed)) {
+      // Not yet published: a temp file, or bytes in place at a fresh key that nothing names — both ours to remove.
+      for (const s of states.slice(published)) {
         if (!closed) await closeInPool(s.fd);
         await fs.unlink(s.tmpPath).catch(() => {});
         this.dirs.removeEmpty(s.target.made);
