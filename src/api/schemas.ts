@@ -259,7 +259,18 @@ const HeadDef = Type.Object(
     audit_seq: Count,
     audit_head_hash: Type.Union([Digest, Type.Null()]),
     compensates: Type.Optional(Type.Object({ artifact_id: ArtifactId, version: VersionNumber }, closed)),
-    archived: Type.Optional(Type.Object({ at: Timestamp, objects: Type.Array(ArchivedObjectSchema) }, closed)),
+    // The HEAD's archive mark (lifecycle/archive.ts ArchiveMark): `objects` lists at most a few, `object_count` all of them.
+    archived: Type.Optional(
+      Type.Object(
+        {
+          at: Timestamp,
+          status: Type.Optional(Type.Union([Type.Literal('ARCHIVING'), Type.Literal('ARCHIVED')])),
+          objects: Type.Array(ArchivedObjectSchema),
+          object_count: Type.Optional(Count),
+        },
+        closed,
+      ),
+    ),
   },
   { ...closed, $id: 'Artifact', description: 'an artifact (its HEAD)' },
 );

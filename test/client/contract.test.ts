@@ -142,6 +142,11 @@ describe('the response schemas, checked by ajv against real answers', () => {
     await check('decide', 201, `/v1/artifacts/${oid}/versions/1/approvals`, { ...human, json: { decision: 'REJECT', evidence_ref: 'no' } });
     await check('archive', 200, `/v1/artifacts/${oid}/archive`, human);
     await check('showArtifact', 200, `/v1/artifacts/${oid}`, agent);
+    // An archived HEAD by name: its archive mark (status, object_count) is in the schema, so the page's
+    // union of versions and heads still serializes (it was a 500) and show keeps the mark whole.
+    const archivedByName = await check('listArtifacts', 200, '/v1/artifacts?name=old', agent);
+    assert.equal(archivedByName.json.items[0].archived.status, 'ARCHIVED');
+    assert.equal((await h.call('GET', `/v1/artifacts/${oid}`, agent)).json.archived.object_count, 2);
 
     // Every route with a JSON answer was checked.
     const json = (Object.keys(CONTRACT) as RouteId[]).filter((r) => (CONTRACT[r] as ContractEntry).schema.response);
