@@ -76,6 +76,22 @@ describe('ids and clock', () => {
     const same = [newId(clock), newId(clock), newId(clock)];
     assert.deepEqual([...same].sort(), same, 'monotonic within one millisecond');
   });
+  it('the random part of ULIDs (drawn from a pooled CSPRNG) is unique and uses every character evenly', () => {
+    // Later than any time used before in this process: an earlier one would reuse the last time, incremented (monotonic).
+    const clock = new ManualClock('2099-01-01T00:00:00Z');
+    const ids = Array.from({ length: 32_000 }, () => {
+      clock.advance(1);
+      return newId(clock);
+    });
+    assert.equal(new Set(ids.map((id) => id.slice(10))).size, ids.length);
+    for (const position of [10, 17, 25]) {
+      const counts = new Map<string, number>();
+      for (const id of ids) counts.set(id[position] as string, (counts.get(id[position] as string) ?? 0) + 1);
+      // 1,000 expected per character; 32 characters × 4.5 standard deviations (±~140) keeps this from flaking.
+      assert.equal(counts.size, 32, `position ${position}`);
+      for (const [ch, n] of counts) assert.ok(n > 850 && n < 1150, `position ${position}: ${ch} ${n} times`);
+    }
+  });
   it('parses durations', () => {
     assert.equal(parseDuration('7d'), 7 * 86_400_000);
     assert.equal(parseDuration('90m'), 90 * 60_000);
