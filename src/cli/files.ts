@@ -11,9 +11,19 @@ export async function openInputFile(
   file: string,
   filename: string | undefined,
 ): Promise<{ body: Readable; filename: string; size?: number | undefined }> {
+  const checked = await checkInputFile(file, filename);
+  if (file === '-') return { body: process.stdin, filename: checked.filename };
+  return { body: createReadStream(file, { highWaterMark: 1 << 20 }), ...checked };
+}
+
+/**
+ * What `--file PATH` (or `-` for stdin) will be read as, checked before anything is sent or stored:
+ * the filename to record and the file's size (none for stdin). The same refusals everywhere.
+ */
+export async function checkInputFile(file: string, filename: string | undefined): Promise<{ filename: string; size?: number | undefined }> {
   if (file === '-') {
     if (!filename) throw new UsageError('--filename is required when reading from stdin');
-    return { body: process.stdin, filename };
+    return { filename };
   }
   const stat = await fs.stat(file).catch(() => undefined);
   // `--file rollback-x.sql` meant as the name to record is a common mix-up: say which flag does what.
@@ -22,7 +32,7 @@ export async function openInputFile(
       `no such file: ${file}${filename === undefined ? ' (--file reads the content from this path; --filename sets the name recorded)' : ''}`,
     );
   if (!stat.isFile()) throw new UsageError(`not a regular file: ${file}`);
-  return { body: createReadStream(file, { highWaterMark: 1 << 20 }), filename: filename ?? path.basename(file), size: stat.size };
+  return { filename: filename ?? path.basename(file), size: stat.size };
 }
 
 /**

@@ -81,7 +81,52 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'pins remove': 'retention',
   'pins list': 'retention',
   'pins history': 'retention',
+
+  // The config file of the remote CLI (profiles.ts) is the caller's own: no installation is opened.
+  'profile set': 'read',
+  'profile list': 'read',
+  'profile remove': 'read',
 };
+
+/**
+ * The commands the remote CLI runs over HTTP when a server is selected (`--server`, ALP_URL, a
+ * profile; remote.ts): every artifact, lifecycle, exec, provenance, history and query command, and
+ * `verify ID` (the verification route). Every other command runs only where the storage is and is
+ * refused (exit 2) when given a server.
+ */
+export const REMOTE_COMMANDS: ReadonlySet<string> = new Set([
+  'artifact create',
+  'artifact version',
+  'artifact show',
+  'artifact list',
+  'artifact get',
+  'artifact propose',
+  'artifact withdraw',
+  'artifact transition',
+  'artifact approve',
+  'artifact reject',
+  'archive',
+  'exec start',
+  'exec upload',
+  'exec finish',
+  'exec run',
+  'exec show',
+  'compensate',
+  'history',
+  'history show',
+  'provenance add',
+  'provenance show',
+  'query transitions',
+  'query approvals',
+  'query runs',
+  'query provenance',
+  'query compensations',
+  'verify',
+]);
+
+export function isRemoteCommand(cmd: Command): boolean {
+  return REMOTE_COMMANDS.has(commandPath(cmd));
+}
 
 /** The command's path below the program, e.g. `artifact create`. */
 export function commandPath(cmd: Command): string {

@@ -7,6 +7,7 @@ import { registerExecCommands } from './commands/exec.ts';
 import { registerLifecycleCommands } from './commands/lifecycle.ts';
 import { registerMcpCommand } from './commands/mcp.ts';
 import { registerPinCommands } from './commands/pins.ts';
+import { registerProfileCommands } from './commands/profile.ts';
 import { registerRecoveryCommands } from './commands/recovery.ts';
 import { registerRetentionCommands } from './commands/retention.ts';
 import { registerServeCommands } from './commands/serve.ts';
@@ -21,6 +22,12 @@ export function buildProgram(): Command {
     .addOption(new Option('--metadata <url>', 'sqlite:PATH | dynamodb://TABLE?region=R&endpoint=URL'))
     .addOption(new Option('--content <url>', 'file:DIR | s3://BUCKET[/PREFIX]?region=R&endpoint=URL'))
     .addOption(new Option('--token <token>', 'act as this token’s principal').env('ALP_TOKEN'))
+    .addOption(
+      new Option('--server <url>', 'talk HTTP to this `alp serve` (artifact, lifecycle, exec, provenance, history, query commands)').env(
+        'ALP_URL',
+      ),
+    )
+    .addOption(new Option('--profile <name>', 'a server and token from the config file (alp profile set)').env('ALP_PROFILE'))
     .option('--json', 'print results as one JSON document')
     .showHelpAfterError(false)
     // "(Did you mean --filename?)" after an unknown option or command; inherited by every subcommand.
@@ -40,6 +47,7 @@ export function buildProgram(): Command {
   registerStorageRuleCommands(program);
   registerRetentionCommands(program);
   registerPinCommands(program);
+  registerProfileCommands(program);
   for (const cmd of allCommands(program)) cmd.exitOverride().configureOutput({ outputError: () => {} });
   return program;
 }

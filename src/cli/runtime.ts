@@ -16,18 +16,10 @@ import { localOperator, resolveToken } from '../lifecycle/principals.ts';
 import { openInstallation } from '../runtime/open.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { createsInstallation, operationOf } from './operations.ts';
+import { type GlobalOptions, globals } from './options.ts';
+import { localOnly, remoteTarget } from './remote.ts';
 
-export interface GlobalOptions {
-  data?: string;
-  metadata?: string;
-  content?: string;
-  json?: boolean;
-  token?: string;
-}
-
-export function globals(cmd: Command): GlobalOptions {
-  return cmd.optsWithGlobals() as GlobalOptions;
-}
+export { type GlobalOptions, globals };
 
 let warnedClock = false;
 
@@ -85,10 +77,15 @@ async function resolveCaller(ctx: ServiceContext, opts: GlobalOptions): Promise<
 
 /**
  * Opens the installation and authorises the command against the shared access table: the command's
- * operation for the caller, and ALP_NOW (setClock) when it is set.
+ * operation for the caller, and ALP_NOW (setClock) when it is set. Refused (exit 2) when a server is
+ * selected: this command has no HTTP form.
  */
 export async function openRuntime(cmd: Command): Promise<Runtime> {
   const opts = globals(cmd);
+  // A server selected (--server, ALP_URL, a profile) reaches only the commands that go through
+  // withBackend (session.ts); a command opening the installation itself runs where the storage is.
+  const target = await remoteTarget(cmd);
+  if (target) throw localOnly(cmd, target);
   const config = resolveStorageConfig(opts);
   const at = fixedNow();
   const clock = new ChosenClock();

@@ -5,16 +5,15 @@
  * - the version a command targets when `--version` is not given: the one in the state the command
  *   acts on (the PROPOSED version for approve, the APPROVED one for exec start…), else the latest.
  * A command that chose for the user says what it chose (outputChosen). The services still decide
- * whether the command may act on it.
+ * whether the command may act on it. The rules read through a TargetLookup (backend.ts), so they are
+ * the same whether the command runs on the installation or over HTTP (the API's list routes).
  */
-import { readHead } from '../audit/chain.ts';
 import { AlpError, Conflict, NotFound } from '../core/errors.ts';
 import { isUlid } from '../core/ids.ts';
-import { listArtifacts } from '../lifecycle/artifacts.ts';
 import type { VersionState } from '../lifecycle/state-machine.ts';
-import { latestVersion, listVersions, readVersion } from '../lifecycle/versions.ts';
-import type { ServiceContext } from '../system/context.ts';
-import { type GlobalOptions, output, parseIntOption } from './runtime.ts';
+import type { TargetLookup } from './backend.ts';
+import type { GlobalOptions } from './options.ts';
+import { output, parseIntOption } from './runtime.ts';
 
 /** How many artifacts sharing a name an ambiguity error lists. */
 const MAX_CANDIDATES = 10;
@@ -31,18 +30,9 @@ export interface NameCandidate {
  * The artifact id `ref` names: an existing artifact's id, else the one artifact named `ref`. No match
  * is NOT_FOUND; several are CONFLICT (details.reason AMBIGUOUS_NAME) listing the candidates.
  */
-export async function resolveArtifactRef(ctx: ServiceContext, ref: string): Promise<string> {
-  if (isUlid(ref)) {
-    const found = await readHead(ctx, ref).then(
-      () => true,
-      (e: unknown) => {
-        if (e instanceof NotFound) return false;
-        throw e;
-      },
-    );
-    if (found) return ref;
-  }
-  const page = await listArtifacts(ctx, { name: ref, limit: MAX_CANDIDATES }).catch((e: unknown) => {
+export async function resolveArtifactRef(lookup: TargetLookup, ref: string): Promise<string> {
+  if (isUlid(ref) && (await lookup.artifactExists(ref))) return ref;
+  const page = await lookup.artifactsNamed(ref, MAX_CANDIDATES).catch((e: unknown) => {
     // A text that cannot be a name (empty, control characters) names no artifact either.
     if (e instanceof AlpError && e.code === 'INVALID') return { items: [], cursor: undefined };
     throw e;
@@ -50,7 +40,7 @@ export async function resolveArtifactRef(ctx: ServiceContext, ref: string): Prom
   const [only, ...others] = page.items;
   if (!only) throw new NotFound(`no artifact ${ref} (no artifact has this id or name)`);
   if (others.length === 0) return String(only.artifact_id);
-  const candidates = await Promise.all(page.items.map((h) => candidateOf(ctx, h)));
+  const candidates = await Promise.all(page.items.map((h) => candidateOf(lookup, h)));
   const more = page.cursor !== undefined;
   throw new Conflict(
     `${candidates.length}${more ? '+' : ''} artifacts are named ${JSON.stringify(ref)}; give one's id: ${candidates
@@ -60,13 +50,10 @@ export async function resolveArtifactRef(ctx: ServiceContext, ref: string): Prom
   );
 }
 
-async function candidateOf(ctx: ServiceContext, head: Record<string, unknown>): Promise<NameCandidate> {
+async function candidateOf(lookup: TargetLookup, head: Record<string, unknown>): Promise<NameCandidate> {
   const id = String(head.artifact_id);
   const latest = Number(head.latest_version);
-  const state = await readVersion(ctx.items, id, latest).then(
-    (v) => v.state as string,
-    () => 'unknown',
-  );
+  const state = await lookup.versionState(id, latest).catch(() => 'unknown');
   return { artifact_id: id, created_at: String(head.created_at), latest_version: latest, state };
 }
 
@@ -95,7 +82,7 @@ export interface VersionChoice {
 
 /** `--version N` as given, else the version of `artifactId` the command targets (see TARGETS). */
 export async function chooseVersion(
-  ctx: ServiceContext,
+  lookup: TargetLookup,
   artifactId: string,
   given: string | undefined,
   target: VersionTarget,
@@ -104,11 +91,11 @@ export async function chooseVersion(
   if (n !== undefined) return { version: n };
   const { states, what } = TARGETS[target];
   if (states.length === 0) {
-    const v = await latestVersion(ctx.items, artifactId);
+    const v = await lookup.latestVersion(artifactId);
     return { version: v.version, chosen: { version: v.version, state: v.state, reason: `${what} (--version not given)` } };
   }
-  const versions = await listVersions(ctx.items, artifactId);
-  const match = versions.findLast((v) => states.includes(v.state));
+  const versions = await lookup.versions(artifactId);
+  const match = versions.findLast((v) => states.includes(v.state as VersionState));
   const v = match ?? versions.at(-1);
   if (!v) throw new NotFound(`artifact ${artifactId} has no versions`);
   const reason = match ? `${what} (--version not given)` : `the latest version (--version not given; none is ${states.join(' or ')})`;

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { localLookup } from '../../src/cli/backend-local.ts';
 import { resolveArtifactRef } from '../../src/cli/targets.ts';
 import { AlpError } from '../../src/core/errors.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
@@ -110,7 +111,9 @@ describe('CLI conveniences (issue 19 A7)', () => {
               (ids[name] ??= []).push(version.artifact_id);
             }
             const same = ids[asked] ?? [];
-            const outcome = await resolveArtifactRef(ctx, asked).catch((e: unknown) => (e instanceof AlpError ? e : Promise.reject(e)));
+            const outcome = await resolveArtifactRef(localLookup(ctx), asked).catch((e: unknown) =>
+              e instanceof AlpError ? e : Promise.reject(e),
+            );
             if (same.length === 1) assert.equal(outcome, same[0]);
             else {
               assert.ok(outcome instanceof AlpError);
@@ -118,7 +121,8 @@ describe('CLI conveniences (issue 19 A7)', () => {
               if (same.length > 1)
                 assert.deepEqual(((outcome.details?.candidates ?? []) as Json[]).map((c) => c.artifact_id).sort(), [...same].sort());
             }
-            for (const id of Object.values(ids).flat()) assert.equal(await resolveArtifactRef(ctx, id), id, 'an id always names itself');
+            for (const id of Object.values(ids).flat())
+              assert.equal(await resolveArtifactRef(localLookup(ctx), id), id, 'an id always names itself');
           } finally {
             await ctx.content.close();
             await ctx.items.close();

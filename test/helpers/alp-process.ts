@@ -48,6 +48,8 @@ export function cleanAlpEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv
     ALP_NOW: undefined,
     ALP_METADATA: undefined,
     ALP_CONTENT: undefined,
+    ALP_URL: undefined,
+    ALP_PROFILE: undefined,
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     ...env,
   } as NodeJS.ProcessEnv;

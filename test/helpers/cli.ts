@@ -27,7 +27,16 @@ export function runAlp(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...(opts.cli ?? alpFromSource()), ...args], {
       cwd: opts.cwd ?? root,
-      env: { ...process.env, ALP_TOKEN: undefined, ALP_DATA: undefined, ALP_NOW: undefined, ...opts.env } as NodeJS.ProcessEnv,
+      // The remote CLI's variables too: a developer's ALP_URL or ALP_PROFILE would send every local test to a server.
+      env: {
+        ...process.env,
+        ALP_TOKEN: undefined,
+        ALP_DATA: undefined,
+        ALP_NOW: undefined,
+        ALP_URL: undefined,
+        ALP_PROFILE: undefined,
+        ...opts.env,
+      } as NodeJS.ProcessEnv,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const out: Buffer[] = [];

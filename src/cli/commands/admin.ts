@@ -4,10 +4,11 @@ import { ExitCode, UsageError } from '../../core/errors.ts';
 import { createToken } from '../../lifecycle/principals.ts';
 import { parseLifetime, type TokenInfo } from '../../lifecycle/token-records.ts';
 import { listTokens, revokeTokenRef, rotateToken } from '../../lifecycle/tokens.ts';
-import { collectRefs, verifyObjects } from '../../lifecycle/verify-content.ts';
 import { type StartupStatus, startInstallation } from '../../runtime/startup.ts';
-import { progressBar } from '../progress.ts';
-import { actingPrincipal, output, type Runtime, withRuntime } from '../runtime.ts';
+import { verifyAllContent } from '../backend-local.ts';
+import { remoteTarget } from '../remote.ts';
+import { actingPrincipal, type GlobalOptions, output, type Runtime, withRuntime } from '../runtime.ts';
+import { withBackend } from '../session.ts';
 
 /** The shared startup sequence (runtime/startup.ts), warning on stderr about each path it made private. */
 export async function initAndDescribe(rt: Runtime, opts: { bootstrapTokens?: boolean } = {}): Promise<StartupStatus> {
@@ -39,24 +40,35 @@ export function registerAdminCommands(program: Command): void {
     .command('verify [id]')
     .description('re-hash every object an artifact (or, with --all, every artifact) names')
     .option('--all', 'verify every artifact')
-    .action(async (id: string | undefined, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        if (!id && !o.all) throw new UsageError('give an artifact id or --all');
-        const refs = await collectRefs(rt.ctx, o.all ? undefined : id);
-        const bar = progressBar('verify', rt.opts.json);
-        const report = await verifyObjects(rt.ctx, refs, bar).finally(() => bar.stop());
-        output(rt.opts, report, () => [
+    .action(async (id: string | undefined, o, cmd: Command) => {
+      if (!id && !o.all) throw new UsageError('give an artifact id or --all');
+      // One artifact goes through the backend (over HTTP: the verification route); --all re-hashes the
+      // whole installation, which only its host does (refused with a server selected, like any operator command).
+      const verified = (opts: GlobalOptions, report: Awaited<ReturnType<typeof verifyAllContent>>) => {
+        output(opts, report, () => [
           `${report.ok}/${report.objects} objects verified, ${report.bytes} bytes hashed`,
-          ...report.findings.map((f) => `${f.problem.toUpperCase()} ${f.key} (${f.source}): ${f.detail}`),
+          ...report.findings.map(
+            (f: Record<string, unknown>) =>
+              `${String(f.problem).toUpperCase()} ${String(f.key)} (${String(f.source)}): ${String(f.detail)}`,
+          ),
         ]);
         if (report.findings.length > 0) {
           process.stderr.write(
-            `alp: INTEGRITY: ${report.findings.length} object(s) failed verification, first: ${report.findings[0]?.key}\n`,
+            `alp: INTEGRITY: ${report.findings.length} object(s) failed verification, first: ${String((report.findings[0] as Record<string, unknown> | undefined)?.key)}\n`,
           );
           process.exitCode = ExitCode.INTEGRITY;
         }
-      }),
-    );
+      };
+      if (o.all) {
+        if (await remoteTarget(cmd)) {
+          throw new UsageError(
+            'verify --all re-hashes every object of the installation: it runs only on its host; over HTTP verify one artifact (alp verify ID)',
+          );
+        }
+        return withRuntime(cmd, async (rt) => verified(rt.opts, await verifyAllContent(rt)));
+      }
+      return withBackend(cmd, async (b, opts) => verified(opts, await b.verifyContent(id as string)));
+    });
 }
 
 const EXPIRES_IN_HELP = 'lifetime: 90d, 12h, 30m, 2w, or never (default: agent tokens ALP_AGENT_TOKEN_EXPIRES_IN = 90d, others never)';

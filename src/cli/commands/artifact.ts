@@ -1,11 +1,8 @@
 import type { Command } from 'commander';
 import { parseDigest } from '../../core/digest.ts';
-import { headView, listArtifacts, openVersionContent, showArtifact } from '../../lifecycle/artifacts.ts';
-import { addVersionOnce, createArtifactOnce } from '../../lifecycle/idempotency.ts';
 import { parseLabel } from '../../lifecycle/validation.ts';
-import { versionView } from '../../lifecycle/versions.ts';
-import { openInputFile, writeVerifiedOutput } from '../files.ts';
-import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { output, parseIntOption } from '../runtime.ts';
+import { withBackend } from '../session.ts';
 import { chooseVersion, noteChosen, outputChosen, resolveArtifactRef } from '../targets.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -34,29 +31,18 @@ function addArtifactWriteCommands(artifact: Command): void {
     .option('--digest <sha256>', 'expected sha256:… digest of the content; a mismatch stores nothing')
     .option('--idempotency-key <key>', IDEMPOTENCY_HELP)
     .action(async (o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const actor = await actingPrincipal(rt);
-        const { body, filename, size } = await openInputFile(o.file, o.filename);
-        const { version } = await createArtifactOnce(
-          rt.ctx,
-          actor,
-          {
-            name: o.name,
-            filename,
-            kind: o.kind,
-            labels: Object.fromEntries((o.label as string[]).map(parseLabel)),
-            quorum: parseIntOption('--quorum', o.quorum, { min: 1, max: 10 }),
-            body,
-            size,
-            expectedDigest: o.digest ? parseDigest(o.digest) : undefined,
-          },
-          o.idempotencyKey,
-        );
-        output(
-          rt.opts,
-          versionView(version),
-          () => `created ${version.artifact_id} v${version.version} ${version.state} ${version.content_hash} ${version.size} bytes`,
-        );
+      withBackend(cmd, async (b, opts) => {
+        const v = await b.createArtifact({
+          name: o.name,
+          file: o.file,
+          filename: o.filename,
+          kind: o.kind,
+          labels: Object.fromEntries((o.label as string[]).map(parseLabel)),
+          quorum: parseIntOption('--quorum', o.quorum, { min: 1, max: 10 }),
+          digest: o.digest ? parseDigest(o.digest) : undefined,
+          idempotencyKey: o.idempotencyKey,
+        });
+        output(opts, v, () => `created ${v.artifact_id} v${v.version} ${v.state} ${v.content_hash} ${v.size} bytes`);
       }),
     );
 
@@ -68,13 +54,11 @@ function addArtifactWriteCommands(artifact: Command): void {
     .option('--digest <sha256>', 'expected sha256:… digest of the content')
     .option('--idempotency-key <key>', IDEMPOTENCY_HELP)
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const actor = await actingPrincipal(rt);
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const { body, filename, size } = await openInputFile(o.file, o.filename);
-        const input = { filename, body, size, expectedDigest: o.digest ? parseDigest(o.digest) : undefined };
-        const { version: v } = await addVersionOnce(rt.ctx, actor, id, input, o.idempotencyKey);
-        output(rt.opts, versionView(v), () => `created ${v.artifact_id} v${v.version} ${v.state} ${v.content_hash} ${v.size} bytes`);
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const digest = o.digest ? parseDigest(o.digest) : undefined;
+        const v = await b.addVersion(id, { file: o.file, filename: o.filename, digest, idempotencyKey: o.idempotencyKey });
+        output(opts, v, () => `created ${v.artifact_id} v${v.version} ${v.state} ${v.content_hash} ${v.size} bytes`);
       }),
     );
 }
@@ -85,9 +69,10 @@ function addArtifactReadCommands(artifact: Command): void {
     .command('show <id>')
     .description('an artifact (id, or its name when unique) and its versions')
     .action(async (ref: string, _o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const { head, versions } = await showArtifact(rt.ctx, await resolveArtifactRef(rt.ctx, ref));
-        output(rt.opts, { ...headView(head), versions: versions.map(versionView) }, () => [
+      withBackend(cmd, async (b, opts) => {
+        const shown = await b.showArtifact(await resolveArtifactRef(b, ref));
+        const { versions, ...head } = shown;
+        output(opts, shown, () => [
           `${head.artifact_id}  ${head.name}  kind=${head.kind}  quorum=${head.quorum}`,
           `  labels: ${labelsText(head.labels)}`,
           `  created ${head.created_at} by ${head.created_by.id}${head.archived ? `  archived ${head.archived.at}` : ''}`,
@@ -106,14 +91,14 @@ function addArtifactReadCommands(artifact: Command): void {
     .option('--limit <n>', 'page size (1–1000)', '50')
     .option('--cursor <cursor>', 'continue from a previous page')
     .action(async (o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const page = await listArtifacts(rt.ctx, {
+      withBackend(cmd, async (b, opts) => {
+        const page = await b.listArtifacts({
           state: o.state,
           name: o.name,
           limit: parseIntOption('--limit', o.limit, { min: 1, max: 1000 }),
           cursor: o.cursor,
         });
-        output(rt.opts, page, () => [
+        output(opts, page, () => [
           ...page.items.map((i) =>
             'version' in i
               ? `${String(i.artifact_id)}  v${String(i.version)}  ${String(i.state).padEnd(12)} ${String(i.name)}`
@@ -130,18 +115,17 @@ function addArtifactReadCommands(artifact: Command): void {
     .option('--version <n>', 'version (default: the latest)')
     .requiredOption('--out <path>', 'output file, or - for stdout')
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const choice = await chooseVersion(rt.ctx, id, o.version, 'latest');
-        const { version, stream } = await openVersionContent(rt.ctx, id, choice.version);
-        await writeVerifiedOutput(stream, o.out);
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const choice = await chooseVersion(b, id, o.version, 'latest');
+        const version = await b.saveContent(id, choice.version, o.out);
         // The content went to stdout: only the note on the chosen version (on stderr) is left to print.
-        if (o.out === '-') return noteChosen(rt.opts, id, choice);
+        if (o.out === '-') return noteChosen(opts, id, choice);
         outputChosen(
-          rt.opts,
+          opts,
           id,
           choice,
-          { ...versionView(version), out: o.out },
+          { ...version, out: o.out },
           () => `wrote ${o.out} (v${version.version}, ${version.size} bytes, ${version.content_hash} verified)`,
         );
       }),

@@ -1,24 +1,24 @@
 import type { Command } from 'commander';
 import { parseCheckpoint, takeCheckpoint } from '../../audit/counter.ts';
-import { history } from '../../audit/history.ts';
 import { verifyAllAudit } from '../../audit/verify-all.ts';
 import { ExitCode, IntegrityError, UsageError } from '../../core/errors.ts';
-import { addProvenance, inTotoStatement, listProvenance, provenanceStepView } from '../../lifecycle/provenance.ts';
-import { type IndexQuery, queryIndex } from '../../lifecycle/queries.ts';
+import type { IndexQuery } from '../../lifecycle/queries.ts';
+import { localLookup } from '../backend-local.ts';
 import { readUserTextFile, writeNewUserFile } from '../files.ts';
 import { progressBar } from '../progress.ts';
-import { actingPrincipal, errorLine, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { errorLine, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { withBackend } from '../session.ts';
 import { resolveArtifactRef } from '../targets.ts';
 import { registerHistoryCompact } from './history-compact.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 async function showHistory(ref: string | undefined, cmd: Command): Promise<void> {
-  return withRuntime(cmd, async (rt) => {
+  return withBackend(cmd, async (b, opts) => {
     if (!ref) throw new UsageError('give an artifact id (or its name): alp history ID');
-    const id = await resolveArtifactRef(rt.ctx, ref);
-    const entries = await history(rt.ctx, id);
-    output(rt.opts, { artifact_id: id, entries }, () =>
+    const shown = await b.history(await resolveArtifactRef(b, ref));
+    const entries = shown.entries as Array<Record<string, unknown>>;
+    output(opts, shown, () =>
       entries.map((e) => {
         const actor = (e.actor ?? e.started_by ?? e.finished_by ?? e.uploaded_by ?? e.recorded_by ?? e.created_by) as
           | { id: string }
@@ -77,7 +77,7 @@ function registerAuditChainCommands(program: Command): void {
     .option('--checkpoint <file>', 'also prove every chain still extends this checkpoint (alp audit checkpoint)')
     .action(async (ref: string | undefined, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const id = ref === undefined ? undefined : await resolveArtifactRef(rt.ctx, ref);
+        const id = ref === undefined ? undefined : await resolveArtifactRef(localLookup(rt.ctx), ref);
         const checkpoint = o.checkpoint ? parseCheckpoint(await readUserTextFile(o.checkpoint, '--checkpoint')) : undefined;
         const bar = progressBar('audit', rt.opts.json);
         const summary = await verifyAllAudit(rt.ctx, { artifactId: id, checkpoint, progress: bar }).finally(() => bar.stop());
@@ -134,18 +134,16 @@ function registerProvenanceCommands(program: Command): void {
     .option('--model <id>', 'model identity')
     .option('--note <text>', 'note')
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const step = await addProvenance(rt.ctx, await actingPrincipal(rt), id, {
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const given = { actor: o.actor, tool: o.tool, model: o.model, note: o.note } as Record<string, string | undefined>;
+        const step = await b.addProvenance(id, {
           action: o.action,
-          actor: o.actor,
           inputs: o.input,
           outputs: o.output,
-          tool: o.tool,
-          model: o.model,
-          note: o.note,
+          ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
         });
-        output(rt.opts, provenanceStepView(step), () => `step ${String(step.step)} ${String(step.action)} recorded`);
+        output(opts, step, () => `step ${String(step.step)} ${String(step.action)} recorded`);
       }),
     );
   prov
@@ -153,16 +151,16 @@ function registerProvenanceCommands(program: Command): void {
     .description('the provenance chain, or an in-toto Statement (SLSA Provenance v1)')
     .option('--format <format>', 'json | in-toto', 'json')
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const id = await resolveArtifactRef(rt.ctx, ref);
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
         if (o.format === 'in-toto') {
-          process.stdout.write(`${JSON.stringify(await inTotoStatement(rt.ctx, id), null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify(await b.inToto(id), null, 2)}\n`);
           return;
         }
         if (o.format !== 'json') throw new UsageError('--format is json or in-toto');
-        const steps = (await listProvenance(rt.ctx, id)).map(provenanceStepView);
-        output(rt.opts, { artifact_id: id, steps }, () =>
-          steps.map((s) => `${String(s.step).padStart(4)}  ${String(s.timestamp)}  ${stepWho(s)}  ${String(s.action)}`),
+        const chain = await b.provenance(id);
+        output(opts, chain, () =>
+          chain.steps.map((s) => `${String(s.step).padStart(4)}  ${String(s.timestamp)}  ${stepWho(s)}  ${String(s.action)}`),
         );
       }),
     );
@@ -186,14 +184,14 @@ function registerQueryCommands(program: Command): void {
       .option('--limit <n>', 'page size (1–1000)', '50')
       .option('--cursor <cursor>', 'continue from a previous page')
       .action(async (o, cmd: Command) =>
-        withRuntime(cmd, async (rt) => {
+        withBackend(cmd, async (b, opts) => {
           const key = (o.date ?? o.approver ?? o.state) as string;
-          const page = await queryIndex(rt.ctx, kind, key, {
+          const page = await b.query(kind, key, {
             limit: parseIntOption('--limit', o.limit, { min: 1, max: 1000 }),
             cursor: o.cursor,
           });
-          output(rt.opts, page, () => [
-            ...page.items.map((i) => `${String(i.artifact_id)}  ${String(i.timestamp)}  ${String(i.type)}`),
+          output(opts, page, () => [
+            ...page.items.map((i: Record<string, unknown>) => `${String(i.artifact_id)}  ${String(i.timestamp)}  ${String(i.type)}`),
             ...(page.cursor ? [`next page: --cursor ${page.cursor}`] : []),
           ]);
         }),

@@ -1,13 +1,11 @@
 import type { Command } from 'commander';
+import type * as T from '../../client/types.ts';
 import { parseDigest } from '../../core/digest.ts';
 import { UsageError } from '../../core/errors.ts';
-import { headView } from '../../lifecycle/artifacts.ts';
-import { compensate } from '../../lifecycle/compensation.ts';
-import { executionView, finishExecution, readExecution, startExecution, uploadOutput } from '../../lifecycle/executions.ts';
-import { versionView } from '../../lifecycle/versions.ts';
+import type { Backend } from '../backend.ts';
 import { type ExecRunLifecycle, execRun } from '../exec-run.ts';
-import { openInputFile } from '../files.ts';
-import { actingPrincipal, output, parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
+import { output, parseIntOption } from '../runtime.ts';
+import { withBackend } from '../session.ts';
 import { type ChosenVersion, chooseVersion, outputChosen, resolveArtifactRef } from '../targets.ts';
 
 export function registerExecCommands(program: Command): void {
@@ -17,11 +15,11 @@ export function registerExecCommands(program: Command): void {
     .description('APPROVED → EXECUTING; re-checks the approvals; prints the run id')
     .option('--version <n>', 'version (default: the APPROVED one, else the latest)')
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const choice = await chooseVersion(rt.ctx, id, o.version, 'approved');
-        const e = await startExecution(rt.ctx, await actingPrincipal(rt), id, choice.version);
-        outputChosen(rt.opts, id, choice, executionView(e), () => e.run_id);
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const choice = await chooseVersion(b, id, o.version, 'approved');
+        const e = await b.startExecution(id, choice.version);
+        outputChosen(opts, id, choice, e, () => e.run_id);
       }),
     );
   exec
@@ -30,13 +28,9 @@ export function registerExecCommands(program: Command): void {
     .requiredOption('--file <path>', 'file, or - for stdin')
     .option('--digest <sha256>', 'expected digest')
     .action(async (run: string, name: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const { body, size } = await openInputFile(o.file, name);
-        const rec = await uploadOutput(rt.ctx, await actingPrincipal(rt), run, name, body, {
-          size,
-          ...(o.digest ? { expectedDigest: parseDigest(o.digest) } : {}),
-        });
-        output(rt.opts, rec, () => `${rec.key} ${rec.digest} ${rec.size} bytes`);
+      withBackend(cmd, async (b, opts) => {
+        const rec = await b.uploadOutput(run, name, { file: o.file, filename: name, digest: o.digest ? parseDigest(o.digest) : undefined });
+        output(opts, rec, () => `${rec.key} ${rec.digest} ${rec.size} bytes`);
       }),
     );
   exec
@@ -46,14 +40,14 @@ export function registerExecCommands(program: Command): void {
     .requiredOption('--exit-code <n>', 'the process exit code')
     .option('--signal <name>', 'the signal that ended the command (SIGKILL…; status FAILED)')
     .action(async (run: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
+      withBackend(cmd, async (b, opts) => {
         if (!/^-?\d+$/.test(o.exitCode)) throw new UsageError('--exit-code must be an integer');
-        const e = await finishExecution(rt.ctx, await actingPrincipal(rt), run, {
+        const e = await b.finishExecution(run, {
           status: String(o.status).toUpperCase(),
           exitCode: Number(o.exitCode),
-          ...(o.signal !== undefined ? { signal: String(o.signal) } : {}),
+          signal: o.signal !== undefined ? String(o.signal) : undefined,
         });
-        output(rt.opts, executionView(e), () => `run ${e.run_id} ${e.status} (exit ${String(e.exit_code)})`);
+        output(opts, e, () => `run ${e.run_id} ${e.status} (exit ${String(e.exit_code)})`);
       }),
     );
   exec
@@ -62,10 +56,10 @@ export function registerExecCommands(program: Command): void {
     .option('--version <n>', 'version (default: the APPROVED one)')
     .option('--output-json <file>', 'once the command exited, record this file as the run’s output.json')
     .action(async (ref: string, command: string[], o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const json = rt.opts.json === true;
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const lifecycle = await localLifecycle(rt);
+      withBackend(cmd, async (b, opts) => {
+        const json = opts.json === true;
+        const id = await resolveArtifactRef(b, ref);
+        const lifecycle = runLifecycle(b);
         const r = await execRun(lifecycle, {
           artifactId: id,
           version: parseIntOption('--version', o.version, { min: 1 }),
@@ -76,7 +70,7 @@ export function registerExecCommands(program: Command): void {
           note: (line) => process.stderr.write(`alp exec run: ${line}\n`),
         });
         const e = r.execution;
-        output(rt.opts, lifecycle.chosen ? { ...e, chosen_version: lifecycle.chosen } : e, () => []);
+        output(opts, lifecycle.chosen ? { ...e, chosen_version: lifecycle.chosen } : e, () => []);
         if (!json) process.stderr.write(`alp exec run: run ${String(e.run_id)} ${String(e.status)} (exit ${String(e.exit_code)})\n`);
         // The run is recorded: an output that could not be is this command's error, else it exits as the command did.
         if (r.uploadErrors[0]) throw r.uploadErrors[0];
@@ -87,9 +81,9 @@ export function registerExecCommands(program: Command): void {
     .command('show <run>')
     .description('an execution and its outputs')
     .action(async (run: string, _o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const e = executionView(await readExecution(rt.ctx, run));
-        output(rt.opts, e, () => executionText(e));
+      withBackend(cmd, async (b, opts) => {
+        const e = await b.showExecution(run);
+        output(opts, e, () => executionText(e));
       }),
     );
 
@@ -97,29 +91,28 @@ export function registerExecCommands(program: Command): void {
 }
 
 /**
- * What `exec run` does to the lifecycle, on this installation: what exec start, upload and finish call;
- * `chosen` is the version it chose when --version was not given (exec run's own note says which).
+ * What `exec run` does to the lifecycle — what exec start, upload and finish call — on whichever
+ * backend the command has (the installation, or a server over HTTP); `chosen` is the version it chose
+ * when --version was not given (exec run's own note says which).
  */
-async function localLifecycle(rt: Runtime): Promise<ExecRunLifecycle & { chosen?: ChosenVersion }> {
-  const actor = await actingPrincipal(rt);
+function runLifecycle(b: Backend): ExecRunLifecycle & { chosen?: ChosenVersion } {
   const lifecycle: ExecRunLifecycle & { chosen?: ChosenVersion } = {
     chooseVersion: async (id) => {
-      const { version, chosen } = await chooseVersion(rt.ctx, id, undefined, 'approved');
+      const { version, chosen } = await chooseVersion(b, id, undefined, 'approved');
       if (chosen) lifecycle.chosen = chosen;
       return { version, state: chosen?.state ?? 'APPROVED' };
     },
-    start: async (id, version) => (await startExecution(rt.ctx, actor, id, version)).run_id,
+    start: async (id, version) => (await b.startExecution(id, version)).run_id,
     upload: async (run, name, file) => {
-      const { body, size } = await openInputFile(file, name);
-      await uploadOutput(rt.ctx, actor, run, name, body, { size });
+      await b.uploadOutput(run, name, { file, filename: name });
     },
-    finish: async (run, outcome) => executionView(await finishExecution(rt.ctx, actor, run, outcome)),
+    finish: async (run, outcome) => b.finishExecution(run, outcome),
   };
   return lifecycle;
 }
 
 /** `exec show` without --json: the run's facts, one per line, then its outputs (logs with their sizes). */
-function executionText(e: Record<string, unknown>): string[] {
+function executionText(e: T.Execution): string[] {
   const outputs = (e.outputs ?? {}) as Record<string, { key: string; digest: string; size: number }>;
   const by = (e.started_by as { id?: string } | undefined)?.id ?? '?';
   const names = Object.keys(outputs).sort();
@@ -145,21 +138,14 @@ function registerCompensate(program: Command): void {
     .option('--filename <filename>', 'filename (stored as rollback-{filename})')
     .option('--reason <text>', 'why')
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const choice = await chooseVersion(rt.ctx, id, o.version, 'executed');
-        const { body, filename, size } = await openInputFile(o.file, o.filename);
-        const r = await compensate(rt.ctx, await actingPrincipal(rt), id, choice.version, { filename, body, size, reason: o.reason });
-        outputChosen(
-          rt.opts,
-          id,
-          choice,
-          { compensation: headView(r.compensation), version: versionView(r.version), compensated: versionView(r.compensated) },
-          () => [
-            `compensation artifact ${r.compensation.artifact_id} (${r.version.content_key})`,
-            `${id} v${r.compensated.version} is ${r.compensated.state}`,
-          ],
-        );
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const choice = await chooseVersion(b, id, o.version, 'executed');
+        const r = await b.compensate(id, choice.version, { file: o.file, filename: o.filename, reason: o.reason });
+        outputChosen(opts, id, choice, r, () => [
+          `compensation artifact ${r.compensation.artifact_id} (${r.version.content_key})`,
+          `${id} v${r.compensated.version} is ${r.compensated.state}`,
+        ]);
       }),
     );
 }

@@ -1,12 +1,9 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../../core/clock.ts';
 import { UsageError } from '../../core/errors.ts';
-import { decide } from '../../lifecycle/approvals.ts';
-import { archiveArtifact } from '../../lifecycle/archive.ts';
 import { parseState } from '../../lifecycle/artifacts.ts';
-import { propose, transition, withdraw } from '../../lifecycle/transitions.ts';
-import { versionView } from '../../lifecycle/versions.ts';
-import { actingPrincipal, output, withRuntime } from '../runtime.ts';
+import { output } from '../runtime.ts';
+import { withBackend } from '../session.ts';
 import { chooseVersion, outputChosen, resolveArtifactRef } from '../targets.ts';
 
 export function registerLifecycleCommands(program: Command, artifact: Command): void {
@@ -22,11 +19,11 @@ function registerReviewCommands(artifact: Command): void {
     .option('--version <n>', 'version (default: the latest)')
     .option('--reason <text>', 'why')
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const choice = await chooseVersion(rt.ctx, id, o.version, 'latest');
-        const v = await propose(rt.ctx, await actingPrincipal(rt), id, choice.version, o.reason);
-        outputChosen(rt.opts, id, choice, versionView(v), () => `${v.artifact_id} v${v.version} ${v.state}`);
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const choice = await chooseVersion(b, id, o.version, 'latest');
+        const v = await b.transition(id, choice.version, 'PROPOSED', o.reason);
+        outputChosen(opts, id, choice, v, () => `${v.artifact_id} v${v.version} ${v.state}`);
       }),
     );
 
@@ -36,11 +33,11 @@ function registerReviewCommands(artifact: Command): void {
     .option('--version <n>', 'version (default: the PROPOSED one, else the latest)')
     .option('--reason <text>', 'why')
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const choice = await chooseVersion(rt.ctx, id, o.version, 'proposed');
-        const v = await withdraw(rt.ctx, await actingPrincipal(rt), id, choice.version, o.reason);
-        outputChosen(rt.opts, id, choice, versionView(v), () => `${v.artifact_id} v${v.version} ${v.state}`);
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const choice = await chooseVersion(b, id, o.version, 'proposed');
+        const v = await b.withdraw(id, choice.version, o.reason);
+        outputChosen(opts, id, choice, v, () => `${v.artifact_id} v${v.version} ${v.state}`);
       }),
     );
 
@@ -54,19 +51,21 @@ function registerReviewCommands(artifact: Command): void {
       .option('--digest <sha256>', 'the content digest you reviewed (default: the version’s)')
       .option('--comment <text>', 'comment')
       .action(async (ref: string, o, cmd: Command) =>
-        withRuntime(cmd, async (rt) => {
+        withBackend(cmd, async (b, opts) => {
           const ttl = parseDuration(o.expiresIn);
           if (ttl === undefined) throw new UsageError('--expires-in takes a duration like 7d, 12h, 30m');
-          const id = await resolveArtifactRef(rt.ctx, ref);
-          const choice = await chooseVersion(rt.ctx, id, o.version, 'proposed');
-          const { approval, version } = await decide(rt.ctx, await actingPrincipal(rt), id, choice.version, {
+          const id = await resolveArtifactRef(b, ref);
+          const choice = await chooseVersion(b, id, o.version, 'proposed');
+          const result = await b.decide(id, choice.version, {
             decision: decision === 'approve' ? 'APPROVE' : 'REJECT',
             evidenceRef: o.evidence,
+            expiresIn: o.expiresIn,
             expiresInMs: ttl,
             contentHash: o.digest,
             comment: o.comment,
           });
-          outputChosen(rt.opts, id, choice, { approval, version: versionView(version) }, () => [
+          const { approval, version } = result;
+          outputChosen(opts, id, choice, result, () => [
             `${approval.decision} by ${approval.actor.id} on ${id} v${version.version}: ${approval.counted ? 'counted' : `not counted (${approval.not_counted_reason})`}`,
             `${id} v${version.version} is ${version.state}`,
           ]);
@@ -84,12 +83,12 @@ function registerMoveCommands(program: Command, artifact: Command): void {
     .requiredOption('--to <state>', 'target state')
     .option('--reason <text>', 'why')
     .action(async (ref: string, o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
+      withBackend(cmd, async (b, opts) => {
         const to = parseState(o.to);
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const choice = await chooseVersion(rt.ctx, id, o.version, 'latest');
-        const v = await transition(rt.ctx, await actingPrincipal(rt), id, choice.version, to, o.reason);
-        outputChosen(rt.opts, id, choice, versionView(v), () => `${v.artifact_id} v${v.version} ${v.state}`);
+        const id = await resolveArtifactRef(b, ref);
+        const choice = await chooseVersion(b, id, o.version, 'latest');
+        const v = await b.transition(id, choice.version, to, o.reason);
+        outputChosen(opts, id, choice, v, () => `${v.artifact_id} v${v.version} ${v.state}`);
       }),
     );
 
@@ -97,10 +96,10 @@ function registerMoveCommands(program: Command, artifact: Command): void {
     .command('archive <id>')
     .description('copy every object of a settled artifact to archive/, verify, and move its versions to ARCHIVED')
     .action(async (ref: string, _o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const id = await resolveArtifactRef(rt.ctx, ref);
-        const result = await archiveArtifact(rt.ctx, await actingPrincipal(rt), id);
-        output(rt.opts, result, () => [
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const result = await b.archive(id);
+        output(opts, result, () => [
           `archived ${id}: ${result.archived.length} objects`,
           ...result.archived.map((a) => `  ${a.archive_key}`),
         ]);
