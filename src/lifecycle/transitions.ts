@@ -145,7 +145,11 @@ async function planProposal(
   return planMove(head, target, 'PROPOSED', 'reproposal', actor, at, { reason: why ? `${expired}; ${why}` : expired, set });
 }
 
-/** A manual move (`alp artifact transition --to`, `withdraw`). PROPOSED goes through propose(). */
+/**
+ * A manual move (`alp artifact transition --to`, `withdraw`, the HTTP transition route). PROPOSED goes
+ * through propose(); a move to DRAFT is a withdrawal, recorded as "withdrawn" when no reason is given,
+ * whichever entry point asked.
+ */
 export async function transition(
   ctx: ServiceContext,
   actor: Principal,
@@ -156,7 +160,7 @@ export async function transition(
 ): Promise<VersionItem> {
   assertActor('propose', actor);
   if (to === 'PROPOSED') return propose(ctx, actor, artifactId, version, reason);
-  const why = reasonOf(reason);
+  const why = reasonOf(reason ?? (to === 'DRAFT' ? 'withdrawn' : undefined));
   const n = validateVersionNumber(version);
   let read: VersionItem | undefined;
   let ops: TransactOp[] = [];
@@ -181,5 +185,5 @@ export function withdraw(
   version: number,
   reason?: string,
 ): Promise<VersionItem> {
-  return transition(ctx, actor, artifactId, version, 'DRAFT', reason ?? 'withdrawn');
+  return transition(ctx, actor, artifactId, version, 'DRAFT', reason);
 }

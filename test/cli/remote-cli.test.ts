@@ -180,6 +180,11 @@ describe('remote CLI: the README walk-through over HTTP (issue 19 A3)', () => {
     await same(['artifact', 'list', '--name', 'deploy']);
     const history = await same(['history', 'deploy']);
     assert.ok((history.entries as Json[]).some((e) => e.type === 'execution_finish'));
+    // A withdrawal over HTTP is recorded as the local one is (the service's default reason).
+    assert.ok(
+      (history.entries as Json[]).some((e) => e.to === 'DRAFT' && e.reason === 'withdrawn'),
+      'the withdrawal’s reason',
+    );
     const today = new Date().toISOString().slice(0, 10);
     for (const q of [
       ['query', 'transitions', '--date', today],
