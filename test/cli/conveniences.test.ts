@@ -15,17 +15,16 @@ import { resolveArtifactRef } from '../../src/cli/targets.ts';
 import { AlpError } from '../../src/core/errors.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { runAlp } from '../helpers/cli.ts';
-import { captureCli, patchCliOutput } from '../helpers/cli-inprocess.ts';
+import { captureCli, clearCliEnv, patchCliOutput } from '../helpers/cli-inprocess.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { bytesOf, tempDir } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
 
 type Json = Record<string, unknown>;
-const ALP_ENV = ['ALP_TOKEN', 'ALP_DATA', 'ALP_NOW', 'ALP_METADATA', 'ALP_CONTENT'];
 
 describe('CLI conveniences (issue 19 A7)', () => {
-  const saved: Record<string, string | undefined> = {};
   let unpatch: () => void;
+  let restoreEnv: () => void = () => {};
   let dir: string;
   let data: string;
   let human: string;
@@ -53,10 +52,7 @@ describe('CLI conveniences (issue 19 A7)', () => {
   };
 
   before(async () => {
-    for (const k of ALP_ENV) {
-      saved[k] = process.env[k];
-      delete process.env[k];
-    }
+    restoreEnv = clearCliEnv();
     unpatch = patchCliOutput();
     dir = tempDir('alp-conveniences');
     data = path.join(dir, 'data');
@@ -65,9 +61,7 @@ describe('CLI conveniences (issue 19 A7)', () => {
   });
   after(() => {
     unpatch();
-    for (const k of ALP_ENV)
-      if (saved[k] === undefined) delete process.env[k];
-      else process.env[k] = saved[k];
+    restoreEnv();
   });
 
   it('artifact show NAME works for a unique name; a shared name is CONFLICT (AMBIGUOUS_NAME) listing every candidate', async () => {

@@ -14,11 +14,10 @@ import { after, before, describe, it } from 'node:test';
 import { type ServerProcess, startServerProcess } from '../api/server-process.ts';
 import { type CliResult, runAlp } from '../helpers/cli.ts';
 import { alpFromSource } from '../helpers/cli-bundle.ts';
-import { captureCli, patchCliOutput } from '../helpers/cli-inprocess.ts';
+import { captureCli, clearCliEnv, patchCliOutput } from '../helpers/cli-inprocess.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 type Json = Record<string, unknown>;
-const ALP_ENV = ['ALP_TOKEN', 'ALP_DATA', 'ALP_NOW', 'ALP_METADATA', 'ALP_CONTENT', 'ALP_URL', 'ALP_PROFILE', 'ALP_CONFIG'];
 
 /** The one JSON error line a --json run printed on stderr. */
 function jsonError(r: { stderr: string }): Json {
@@ -50,12 +49,12 @@ function spawnAlp(args: string[], env: Record<string, string>, onStdout: (text: 
 }
 
 describe('remote CLI: exec run, operator commands, profiles (issue 19 A3, A5)', () => {
-  const saved: Record<string, string | undefined> = {};
   const dir = tempDir('alp-remote-ops');
   const data = path.join(dir, 'd');
   const config = path.join(dir, 'home', 'alp', 'config.json');
   let server: ServerProcess;
   let unpatch: () => void;
+  let restoreEnv: () => void = () => {};
   let human = '';
   let agent = '';
   const viaUrl = () => ({ ALP_URL: server.url, ALP_TOKEN: agent });
@@ -79,10 +78,7 @@ describe('remote CLI: exec run, operator commands, profiles (issue 19 A3, A5)', 
   const execRun = (id: string, command: string[], extra: string[] = []) => ['exec', 'run', id, ...extra, '--', ...command];
 
   before(async () => {
-    for (const k of ALP_ENV) {
-      saved[k] = process.env[k];
-      delete process.env[k];
-    }
+    restoreEnv = clearCliEnv();
     server = await startServerProcess(data);
     human = server.status.tokens.find((t) => t.kind === 'human')?.token as string;
     agent = server.status.tokens.find((t) => t.kind === 'agent')?.token as string;
@@ -91,9 +87,7 @@ describe('remote CLI: exec run, operator commands, profiles (issue 19 A3, A5)', 
   after(async () => {
     unpatch?.();
     await server?.stop();
-    for (const k of ALP_ENV)
-      if (saved[k] === undefined) delete process.env[k];
-      else process.env[k] = saved[k];
+    restoreEnv();
   });
 
   it('writes the profile file 0600, uses it, and refuses it once others may read it', async () => {

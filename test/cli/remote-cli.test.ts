@@ -12,19 +12,18 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sha256 } from '../../src/core/digest.ts';
 import { type ServerProcess, startServerProcess } from '../api/server-process.ts';
-import { type Captured, captureCli, patchCliOutput } from '../helpers/cli-inprocess.ts';
+import { type Captured, captureCli, clearCliEnv, patchCliOutput } from '../helpers/cli-inprocess.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 type Json = Record<string, unknown>;
-const ALP_ENV = ['ALP_TOKEN', 'ALP_DATA', 'ALP_NOW', 'ALP_METADATA', 'ALP_CONTENT', 'ALP_URL', 'ALP_PROFILE'];
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
 describe('remote CLI: the README walk-through over HTTP (issue 19 A3)', () => {
-  const saved: Record<string, string | undefined> = {};
   const dir = tempDir('alp-remote-cli');
   const data = path.join(dir, 'd');
   let server: ServerProcess;
   let unpatch: () => void;
+  let restoreEnv: () => void = () => {};
   let human = '';
   let agent = '';
   let humanId = '';
@@ -69,10 +68,7 @@ describe('remote CLI: the README walk-through over HTTP (issue 19 A3)', () => {
   };
 
   before(async () => {
-    for (const k of ALP_ENV) {
-      saved[k] = process.env[k];
-      delete process.env[k];
-    }
+    restoreEnv = clearCliEnv();
     server = await startServerProcess(data);
     const tokens = server.status.tokens;
     human = tokens.find((t) => t.kind === 'human')?.token as string;
@@ -83,9 +79,7 @@ describe('remote CLI: the README walk-through over HTTP (issue 19 A3)', () => {
   after(async () => {
     unpatch?.();
     await server?.stop();
-    for (const k of ALP_ENV)
-      if (saved[k] === undefined) delete process.env[k];
-      else process.env[k] = saved[k];
+    restoreEnv();
   });
 
   it('creates, reads, moves, runs, compensates and archives over HTTP with the local CLI’s outputs', async () => {

@@ -54,3 +54,20 @@ export function patchCliOutput(): () => void {
     for (const u of undo) u();
   };
 }
+
+/**
+ * The variables through which a developer's shell could point an in-process CLI run elsewhere (another
+ * installation, a server, a profile, a fixed clock).
+ */
+const CLI_ENV = ['ALP_TOKEN', 'ALP_DATA', 'ALP_NOW', 'ALP_METADATA', 'ALP_CONTENT', 'ALP_URL', 'ALP_PROFILE', 'ALP_CONFIG'];
+
+/** Unsets them for a suite's in-process runs; the function returned puts them back as they were. */
+export function clearCliEnv(): () => void {
+  const saved = new Map(CLI_ENV.map((k) => [k, process.env[k]]));
+  for (const k of CLI_ENV) delete process.env[k];
+  return () => {
+    for (const [k, v] of saved)
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+  };
+}
