@@ -12,7 +12,7 @@ import type { PrincipalKind } from '../lifecycle/model.ts';
 
 export type Access = 'public' | readonly PrincipalKind[];
 
-export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT';
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
 
 export interface RouteSpec {
   method: Method;
@@ -53,6 +53,10 @@ export const ROUTES = {
   getProvenance: route('GET', '/v1/artifacts/:id/provenance', 'read'),
   addProvenance: route('POST', '/v1/artifacts/:id/provenance', 'addProvenance'),
   archive: route('POST', '/v1/artifacts/:id/archive', 'archive'),
+  listAliases: route('GET', '/v1/artifacts/:id/aliases', 'read'),
+  setAlias: route('PUT', '/v1/artifacts/:id/aliases/:name', 'moveAlias'),
+  removeAlias: route('DELETE', '/v1/artifacts/:id/aliases/:name', 'moveAlias'),
+  search: route('GET', '/v1/search', 'read'),
   showExecution: route('GET', '/v1/executions/:run', 'read'),
   uploadOutput: route('PUT', '/v1/executions/:run/:output', 'uploadOutput'),
   getOutput: route('GET', '/v1/executions/:run/:output', 'read'),

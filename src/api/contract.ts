@@ -10,6 +10,12 @@ import type { TSchema } from '@sinclair/typebox';
 import type { RouteId } from './access.ts';
 import { OperationsStatus, StateCounts } from './routes/status.ts';
 import {
+  AliasBody,
+  AliasChangeResult,
+  AliasList,
+  AliasParams,
+  AliasRemoveQuery,
+  AliasRemoveResult,
   ApprovalList,
   ApproverQuery,
   ArchiveResult,
@@ -41,6 +47,8 @@ import {
   QueryPage,
   Ready,
   RunParams,
+  SearchPage,
+  SearchQuery,
   StateQuery,
   TransitionBody,
   UploadHeaders,
@@ -109,6 +117,10 @@ export const CONTRACT = {
   getProvenance: { schema: { params: IdParams, querystring: ProvenanceQuery, response: { 200: ProvenanceResult } } },
   addProvenance: { schema: { params: IdParams, body: ProvenanceBody, response: { 201: ProvenanceStep } } },
   archive: { schema: { params: IdParams, response: { 200: ArchiveResult } } },
+  listAliases: { schema: { params: IdParams, response: { 200: AliasList } } },
+  setAlias: { schema: { params: AliasParams, body: AliasBody, response: { 200: AliasChangeResult } } },
+  removeAlias: { schema: { params: AliasParams, querystring: AliasRemoveQuery, response: { 200: AliasRemoveResult } } },
+  search: { schema: { querystring: SearchQuery, response: { 200: SearchPage } } },
   showExecution: { schema: { params: RunParams, response: { 200: ExecutionResult } } },
   uploadOutput: { schema: { params: OutputParams, headers: UploadHeaders, response: { 201: OutputRecord } }, upload: true },
   getOutput: download(OutputParams),

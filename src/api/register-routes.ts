@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { ROUTES } from './access.ts';
 import type { AnyRouteDef, Api } from './define.ts';
 import { renderDocsPage, swaggerOptions } from './openapi.ts';
+import { aliasAndSearchRoutes } from './routes/aliases.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
 import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { opsRoutes } from './routes/ops.ts';
@@ -49,7 +50,14 @@ export async function registerRoutes(app: FastifyInstance, api: Api, rawRoutes: 
     openapi: () => (openapiDoc ??= app.swagger() as unknown as Record<string, unknown>),
     html: () => (docsHtml ??= renderDocsPage(docs.openapi())),
   };
-  const defs = [...opsRoutes(api, docs), ...artifactRoutes(api), ...lifecycleRoutes(api), ...queryRoutes(api), ...statusRoutes(api)];
+  const defs = [
+    ...opsRoutes(api, docs),
+    ...artifactRoutes(api),
+    ...lifecycleRoutes(api),
+    ...aliasAndSearchRoutes(api),
+    ...queryRoutes(api),
+    ...statusRoutes(api),
+  ];
   for (const def of defs) if (!def.upload) addRoute(app, def, rawRoutes);
   // Uploads: no parser reads the body; handlers stream request.raw to the content store.
   await app.register(async (child) => {

@@ -9,7 +9,7 @@
  */
 import { FormatRegistry, type Static, type TSchema, Type } from '@sinclair/typebox';
 import { ERROR_CODES } from '../core/errors.ts';
-import { PRINCIPAL_KINDS, SIGNAL_NAME_PATTERN } from '../lifecycle/model.ts';
+import { ALIAS_NAME_PATTERN, ALIAS_REF_PATTERN, PRINCIPAL_KINDS, SIGNAL_NAME_PATTERN } from '../lifecycle/model.ts';
 import { VERSION_STATES } from '../lifecycle/states.ts';
 
 const ULID = '^[0-9A-HJKMNP-TV-Z]{26}$';
@@ -52,7 +52,13 @@ export const PrincipalSchema = Type.Object(
 // ---- path parameters
 
 export const IdParams = Type.Object({ id: ArtifactId }, closed);
-export const VersionParams = Type.Object({ id: ArtifactId, v: VersionNumber }, closed);
+export const AliasName = Type.String({ pattern: ALIAS_NAME_PATTERN, description: 'alias name (lowercase; without @)' });
+/** A version in a path: its number, or `@` and one of the artifact's aliases (`@prod`). */
+export const VersionRefParam = Type.Union([VersionNumber, Type.String({ pattern: ALIAS_REF_PATTERN, description: '@alias' })], {
+  description: 'version number, or @alias',
+});
+export const VersionParams = Type.Object({ id: ArtifactId, v: VersionRefParam }, closed);
+export const AliasParams = Type.Object({ id: ArtifactId, name: AliasName }, closed);
 export const RunParams = Type.Object({ run: RunId }, closed);
 export const OutputParams = Type.Object({ run: RunId, output: OutputName }, closed);
 
@@ -82,6 +88,18 @@ export const CreateQuery = Type.Object(
       Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 64, description: 'labels, each key=value (repeatable)' }),
     ),
     quorum: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, description: 'distinct human approvals needed (default 1)' })),
+  },
+  closed,
+);
+export const SearchQuery = Type.Object(
+  {
+    name_prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'artifacts whose name starts with this' })),
+    label: Type.Optional(
+      Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 32, description: 'key=value; repeatable, every one must match' }),
+    ),
+    state: Type.Optional(Type.String({ maxLength: 32, description: 'versions in this state (one hit per version)' })),
+    limit: Type.Optional(Limit),
+    cursor: Type.Optional(Cursor),
   },
   closed,
 );
@@ -171,6 +189,17 @@ export const JsonCreateBody = Type.Object(
 /** `POST /v1/artifacts/{id}/versions` with `Content-Type: application/json`. */
 export const JsonVersionBody = Type.Object(jsonContentFields, { ...closed, description: 'a small version as JSON' });
 
+export const AliasBody = Type.Object(
+  {
+    version: Type.Union([VersionNumber, Type.String({ pattern: ALIAS_REF_PATTERN })], {
+      description: 'the version (APPROVED or EXECUTED), or another alias',
+    }),
+    reason: Type.Optional(Type.String({ maxLength: 1000 })),
+  },
+  closed,
+);
+export const AliasRemoveQuery = Type.Object({ reason: Type.Optional(Type.String({ maxLength: 1000, description: 'why' })) }, closed);
+
 export const TransitionBody = Type.Object(
   {
     to: Type.String({ minLength: 1, maxLength: 32, description: 'target state: PROPOSED (propose) or DRAFT (withdraw)' }),
@@ -246,6 +275,16 @@ const ArchivedObjectSchema = Type.Object(
   { ...closed, description: 'an object copied (and verified) under archive/' },
 );
 
+const AliasRecordSchema = Type.Object(
+  {
+    version: VersionNumber,
+    content_hash: Digest,
+    set_by: PrincipalSchema,
+    seq: Type.Integer({ minimum: 1, description: 'the audit entry that set it' }),
+  },
+  { ...closed, description: 'where an alias points, and who set it' },
+);
+
 const HeadDef = Type.Object(
   {
     artifact_id: ArtifactId,
@@ -259,6 +298,9 @@ const HeadDef = Type.Object(
     audit_seq: Count,
     audit_head_hash: Type.Union([Digest, Type.Null()]),
     compensates: Type.Optional(Type.Object({ artifact_id: ArtifactId, version: VersionNumber }, closed)),
+    aliases: Type.Optional(
+      Type.Record(Type.String({ pattern: ALIAS_NAME_PATTERN }), AliasRecordSchema, { description: 'the artifact’s aliases by name' }),
+    ),
     // The HEAD's archive mark (lifecycle/archive.ts ArchiveMark): `objects` lists at most a few, `object_count` all of them.
     archived: Type.Optional(
       Type.Object(
@@ -283,11 +325,45 @@ export const ArtifactWithVersions = Type.Object({ ...HeadDef.properties, version
 export const ArtifactPage = Type.Object({ items: Type.Array(Type.Union([VersionRef, HeadRef])), cursor: NextCursor }, closed);
 export const VersionList = Type.Object({ artifact_id: ArtifactId, versions: Type.Array(VersionRef) }, closed);
 
+const AliasViewSchema = Type.Object(
+  { name: AliasName, ...AliasRecordSchema.properties, state: Type.Union([StateName, Type.Literal('unknown')]) },
+  { ...closed, description: 'an alias, with its version’s current state' },
+);
+export const AliasList = Type.Object({ artifact_id: ArtifactId, aliases: Type.Array(AliasViewSchema) }, closed);
+export const AliasChangeResult = Type.Object(
+  { alias: Type.Union([AliasViewSchema, Type.Null()]), changed: Type.Boolean({ description: 'false when it already pointed there' }) },
+  closed,
+);
+export const AliasRemoveResult = Type.Object(
+  { removed: Type.Object({ name: AliasName, ...AliasRecordSchema.properties }, closed) },
+  closed,
+);
+const SearchHitSchema = Type.Object(
+  {
+    artifact_id: ArtifactId,
+    name: Type.String(),
+    kind: Type.String(),
+    created_at: Timestamp,
+    labels: Type.Optional(Type.Record(Type.String(), Type.String())),
+    version: Type.Optional(VersionNumber),
+    state: Type.Optional(StateName),
+  },
+  { ...closed, description: 'an artifact, or (with state) one of its versions in that state' },
+);
+export const SearchPage = Type.Object(
+  {
+    items: Type.Array(SearchHitSchema),
+    cursor: NextCursor,
+    scanned: Type.Integer({ minimum: 0, description: 'index items read for this page (at most 1000)' }),
+  },
+  closed,
+);
+
 /** What every audit entry has; the rest depends on its type (docs/audit-format.md). */
 const entryFields = {
   type: Type.String({
     minLength: 1,
-    description: 'transition, approval, execution, execution_output, execution_finish, provenance, compensation',
+    description: 'transition, approval, execution, execution_output, execution_finish, provenance, compensation, alias',
   }),
   seq: Type.Integer({ minimum: 1 }),
   timestamp: Timestamp,

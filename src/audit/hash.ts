@@ -16,6 +16,7 @@ export const AUDIT_TYPES = [
   'execution_finish',
   'provenance',
   'compensation',
+  'alias',
 ] as const;
 export type AuditType = (typeof AUDIT_TYPES)[number];
 
@@ -28,6 +29,7 @@ export const VIEW_FIELDS: Record<AuditType, readonly string[]> = {
   execution_finish: [],
   provenance: [],
   compensation: ['state', 'GSI1PK', 'GSI1SK', 'updated_at'],
+  alias: [],
 };
 /** Upload reservations on execution items (`reserved:{name}`) are views too. */
 export const RESERVATION_PREFIX = 'reserved:';

@@ -9,6 +9,7 @@ import { artifactPk, versionSk } from '../core/keys.ts';
 import type { HeadItem } from '../core/model.ts';
 import type { Item } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
+import { aliasDifferences, aliasEntryProblems } from './alias-chain.ts';
 import { auditHash, isAuditType, RESERVATION_PREFIX } from './chain.ts';
 import { loadChain } from './history.ts';
 import { chainedPolicyProblems, firstChainedPolicy, policyProblems } from './policy.ts';
@@ -107,7 +108,8 @@ async function crossCheck(
     if (comp && current.state !== comp.state)
       add(`${c.PK} ${c.SK}`, `state ${String(current.state)} differs from the compensation artifact (${String(comp.state)})`);
   }
-  void head;
+  for (const problem of aliasDifferences(head, entries)) add(`${head.PK} HEAD`, problem);
+  for (const { entry, problem } of aliasEntryProblems(entries)) add(`${entry.PK} ${entry.SK}`, problem);
 }
 
 function sortKeys(o: Record<string, unknown>): Record<string, unknown> {

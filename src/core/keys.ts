@@ -66,6 +66,16 @@ export const STATE_COUNTS_SK = 'STATES';
 export const nameGsiPk = (name: string) => `NAME#${name}`;
 export const artifactNamePk = (artifactId: string) => `ARTNAME#${artifactId}`;
 export const NAME_SK = 'NAME';
+/**
+ * ARTNAME#{id} / SEARCH: the artifact's entry in the search index (issue 20 item 6,
+ * lifecycle/search.ts), written once with the artifact beside its NAME entry. GSI1PK `NAMES{s}` (the
+ * artifact's index shard), GSI1SK `#{name}#{created_at}#{id}`: a name prefix is a begins_with on
+ * every shard, merged in name order.
+ */
+export const SEARCH_SK = 'SEARCH';
+export const searchGsiPk = (shard = '') => `NAMES${shard}`;
+export const searchGsiSk = (name: string, createdAt: string, artifactId: string) => `#${name}#${createdAt}#${artifactId}`;
+export const searchGsiSkPrefix = (namePrefix: string) => `#${namePrefix}`;
 
 export const transitionSk = (timestamp: string, seq: number) => `TRANS#${timestamp}#${pad(seq, SEQ_DIGITS)}`;
 export const transitionGsiPk = (date: string, shard = '') => `TRANS#${date}${shard}`;
@@ -98,8 +108,11 @@ export const compensationSk = (compArtifactId: string) => `${COMPENSATION_SK_PRE
 export const compStateGsiPk = (state: string, shard = '') => `COMP_STATE#${state}${shard}`;
 export const eventGsiSk = (timestamp: string, artifactId: string) => `#${timestamp}#${artifactId}`;
 
+/** An alias move (issue 20 item 6, lifecycle/aliases.ts): set, moved or removed, on the artifact's chain. */
+export const aliasSk = (timestamp: string, seq: number) => `ALIAS#${timestamp}#${pad(seq, SEQ_DIGITS)}`;
+
 /** The SK prefixes of the audit items of an artifact partition (everything chained by the HEAD). */
-export const AUDIT_SK_PREFIXES = ['TRANS#', 'APPROVAL#', 'EXEC#', 'OUTPUT#', 'FINISH#', 'PROV#', 'COMP#'] as const;
+export const AUDIT_SK_PREFIXES = ['TRANS#', 'APPROVAL#', 'EXEC#', 'OUTPUT#', 'FINISH#', 'PROV#', 'COMP#', 'ALIAS#'] as const;
 
 /** Our system entities (documented in docs/data-model.md). */
 export const SYS_PK = 'SYS#installation';

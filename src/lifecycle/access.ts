@@ -3,8 +3,8 @@
  * and the services themselves for the operations that take an actor, so a future client cannot skip
  * it). Each operation lists the principal kinds that may perform it.
  *
- * - `human`: everything an agent may do, plus approving, rejecting, archiving, minting tokens and
- *   fixing the CLI clock (ALP_NOW).
+ * - `human`: everything an agent may do, plus approving, rejecting, archiving, moving aliases, minting
+ *   tokens and fixing the CLI clock (ALP_NOW).
  * - `agent`: create artifacts and versions, propose and withdraw, start, upload to and finish
  *   executions, create compensations, append provenance; read everything.
  * - `service`: read only (exporters, dashboards).
@@ -30,6 +30,8 @@ export const OPERATIONS = {
   propose: WRITERS,
   decide: HUMANS,
   archive: HUMANS,
+  /** Setting, moving and removing an alias (@prod): which version a name points at is a human's decision. */
+  moveAlias: HUMANS,
   startExecution: WRITERS,
   uploadOutput: WRITERS,
   finishExecution: WRITERS,

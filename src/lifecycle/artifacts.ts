@@ -4,6 +4,7 @@
  * reads, listings.
  */
 import type { Readable } from 'node:stream';
+import { aliasesOf } from '../audit/alias-chain.ts';
 import { commitAudited, readHead, runAudited } from '../audit/chain.ts';
 import { type Policy, policyOf } from '../audit/policy.ts';
 import { ConditionFailed, Conflict, InvalidInput, MaintenanceInProgress, NotFound } from '../core/errors.ts';
@@ -25,11 +26,13 @@ import { getListed, queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, assertReadable, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
+import { resolveVersionRef } from './aliases.ts';
 import { getOriginalOrArchived } from './archived-read.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
+import { searchEntryItem } from './search.ts';
 import { versionCreationOps } from './state-counts.ts';
 import { isVersionState, VERSION_STATES, type VersionState } from './state-machine.ts';
-import { validateKind, validateLabels, validateName, validateQuorum, validateVersionNumber } from './validation.ts';
+import { validateKind, validateLabels, validateName, validateQuorum } from './validation.ts';
 import { type ContentInput, storeVersionContent } from './version-content.ts';
 import { latestVersion, listVersions, readVersion, transitionDraft, versionView } from './versions.ts';
 
@@ -63,12 +66,7 @@ export async function createArtifact(
     {},
     {
       chains: [{ artifactId: head.artifact_id, newHead: head, entries: [creation] }],
-      ops: [
-        ...versionCreationOps(version),
-        { op: 'put', item: nameItem(head), condition: cond.notExists() },
-        ...(opts.extraOps?.(version) ?? []),
-        ...indexOps,
-      ],
+      ops: [...versionCreationOps(version), ...nameEntryOps(ctx, head), ...(opts.extraOps?.(version) ?? []), ...indexOps],
       published: [version.content_key, version.metadata_key],
     },
   );
@@ -211,6 +209,17 @@ async function reserveVersionNumber(ctx: ServiceContext, artifactId: string): Pr
 }
 
 /**
+ * The artifact's index entries, written once in its creating transaction: its NAME#{name} entry and
+ * its search entry (NAMES{s}, lifecycle/search.ts).
+ */
+export function nameEntryOps(ctx: Pick<ServiceContext, 'layout'>, head: HeadItem): TransactOp[] {
+  return [
+    { op: 'put', item: nameItem(head), condition: cond.notExists() },
+    { op: 'put', item: searchEntryItem(head, ctx.layout.index_shards), condition: cond.notExists() },
+  ];
+}
+
+/**
  * The artifact's entry in NAME#{name} (GSI1), written once with the artifact: ARTNAME#{id} / NAME. Not
  * on the HEAD, which every audit transaction rewrites (a GSI write each time, projection ALL).
  */
@@ -243,12 +252,13 @@ function creationTransition(v: VersionItem, actor: Principal, policy: Policy) {
   return transitionDraft(v.artifact_id, fields, versionIndexShard(v));
 }
 
+/** The version `version` names (a number or `@alias`: aliases.ts resolveVersionRef), else the latest. */
 export async function resolveVersion(ctx: ServiceContext, artifactId: string, version?: number | string): Promise<VersionItem> {
   if (version === undefined) {
     await readHead(ctx, artifactId);
     return latestVersion(ctx.items, artifactId);
   }
-  return readVersion(ctx.items, artifactId, validateVersionNumber(version));
+  return readVersion(ctx.items, artifactId, await resolveVersionRef(ctx, artifactId, version));
 }
 
 /**
@@ -287,6 +297,7 @@ export function headView(h: HeadItem): Record<string, unknown> {
     audit_head_hash: h.audit_head_hash,
     ...(h.compensates ? { compensates: h.compensates } : {}),
     ...(h.archived ? { archived: h.archived } : {}),
+    ...(Object.keys(aliasesOf(h)).length > 0 ? { aliases: aliasesOf(h) } : {}),
   };
 }
 

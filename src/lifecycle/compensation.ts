@@ -13,7 +13,7 @@ import { cond, queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
-import { type ContentInput, nameItem, prepareNewArtifact } from './artifacts.ts';
+import { type ContentInput, nameEntryOps, prepareNewArtifact } from './artifacts.ts';
 import { UPLOAD_RESERVATION_TTL_MS } from './executions.ts';
 import { ensureLease, instanceOf, ownerDead, ownerTag, whileLeased } from './instance.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
@@ -153,7 +153,7 @@ async function compensateReserved(
       ops: combineCountOps([
         ...plan.ops,
         ...versionCreationOps(prepared.version),
-        { op: 'put', item: nameItem(prepared.head), condition: cond.notExists() },
+        ...nameEntryOps(ctx, prepared.head),
         ...prepared.indexOps,
       ]),
       published: [prepared.version.content_key, prepared.version.metadata_key],

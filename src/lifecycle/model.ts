@@ -11,6 +11,11 @@ export { type ArchivedObject, type HeadItem, PRINCIPAL_KINDS, type Principal, ty
 /** A POSIX signal name as Node reports it (`SIGTERM`, `SIGRTMIN`…): what a run ended by a signal records. */
 export const SIGNAL_NAME_PATTERN = '^SIG[A-Z0-9+]{1,12}$';
 
+/** An alias name (lifecycle/aliases.ts): lowercase only, a letter first, 1–32 characters. */
+export const ALIAS_NAME_PATTERN = '^[a-z][a-z0-9_-]{0,31}$';
+/** Where a version is named: its number, or `@` and an alias name. */
+export const ALIAS_REF_PATTERN = '^@[a-z][a-z0-9_-]{0,31}$';
+
 export interface VersionItem {
   PK: string;
   SK: string;

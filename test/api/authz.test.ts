@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Access, allows, ROUTES, type RouteId } from '../../src/api/access.ts';
+import { setAlias } from '../../src/lifecycle/aliases.ts';
 import { decide } from '../../src/lifecycle/approvals.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { finishExecution, startExecution, uploadOutput } from '../../src/lifecycle/executions.ts';
@@ -52,6 +53,11 @@ describe('HTTP API: authorization matrix (every route × every principal kind)',
     await finishExecution(h.ctx, agent, run.run_id, { status: 'SUCCEEDED', exitCode: 0 });
     return id;
   };
+  const aliased = async () => {
+    const id = await artifact('APPROVED');
+    await setAlias(h.ctx, alice, id, 'prod', 1);
+    return id;
+  };
   const withOutput = async () => {
     const run = await running();
     await uploadOutput(h.ctx, agent, run, 'stdout.log', bytesOf('out\n'));
@@ -91,6 +97,10 @@ describe('HTTP API: authorization matrix (every route × every principal kind)',
     getProvenance: async () => ({ path: `/v1/artifacts/${await artifact()}/provenance` }),
     addProvenance: async () => ({ path: `/v1/artifacts/${await artifact()}/provenance`, opts: { json: { action: 'review' } } }),
     archive: async () => ({ path: `/v1/artifacts/${await artifact('REJECTED')}/archive` }),
+    listAliases: async () => ({ path: `/v1/artifacts/${await aliased()}/aliases` }),
+    setAlias: async () => ({ path: `/v1/artifacts/${await artifact('APPROVED')}/aliases/prod`, opts: { json: { version: 1 } } }),
+    removeAlias: async () => ({ path: `/v1/artifacts/${await aliased()}/aliases/prod` }),
+    search: async () => ({ path: '/v1/search?name_prefix=m-&limit=5' }),
     showExecution: async () => ({ path: `/v1/executions/${await running()}` }),
     uploadOutput: async () => ({ path: `/v1/executions/${await running()}/stdout.log`, opts: { body: 'log\n' } }),
     getOutput: async () => ({ path: `/v1/executions/${await withOutput()}/stdout.log` }),

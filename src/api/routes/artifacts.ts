@@ -168,14 +168,15 @@ function versionRoutes(api: Api): AnyRouteDef[] {
         download: CONTRACT[id].download,
         schema: CONTRACT[id].schema,
         handler: async (req, reply) => {
-          const { id: artifactId, v: n } = req.params;
-          const v = await resolveVersion(ctx, artifactId, n);
+          const { id: artifactId, v: ref } = req.params;
+          // An alias is resolved once: the headers and the bytes are of the same version.
+          const v = await resolveVersion(ctx, artifactId, ref);
           return serveRepresentation(
             api,
             req,
             reply,
             { digest: v.content_hash, size: v.size, filename: v.filename },
-            async (range) => (await openVersionContent(ctx, artifactId, n, range)).stream,
+            async (range) => (await openVersionContent(ctx, artifactId, v.version, range)).stream,
             id === 'headContent',
           );
         },

@@ -6,6 +6,7 @@
 import { entryView } from '../../audit/history.ts';
 import { parseDuration } from '../../core/clock.ts';
 import { InvalidInput } from '../../core/errors.ts';
+import { resolveVersionRef } from '../../lifecycle/aliases.ts';
 import { decide } from '../../lifecycle/approvals.ts';
 import { archiveArtifact } from '../../lifecycle/archive.ts';
 import { headView, parseState } from '../../lifecycle/artifacts.ts';
@@ -37,7 +38,16 @@ function reviewRoutes(api: Api): AnyRouteDef[] {
       tags: ['lifecycle'],
       schema: CONTRACT.transition.schema,
       handler: async (req) =>
-        versionView(await transition(ctx, principalOf(req), req.params.id, req.params.v, parseState(req.body.to), req.body.reason)),
+        versionView(
+          await transition(
+            ctx,
+            principalOf(req),
+            req.params.id,
+            await resolveVersionRef(ctx, req.params.id, req.params.v),
+            parseState(req.body.to),
+            req.body.reason,
+          ),
+        ),
     }),
     defineRoute({
       id: 'decide',
@@ -53,7 +63,8 @@ function reviewRoutes(api: Api): AnyRouteDef[] {
           expiresInMs = parseDuration(b.expires_in);
           if (expiresInMs === undefined) throw new InvalidInput('expires_in takes a duration like 7d, 12h, 30m');
         }
-        const { approval, version } = await decide(ctx, principalOf(req), req.params.id, req.params.v, {
+        const n = await resolveVersionRef(ctx, req.params.id, req.params.v);
+        const { approval, version } = await decide(ctx, principalOf(req), req.params.id, n, {
           decision: b.decision,
           evidenceRef: b.evidence_ref,
           expiresAt: b.expires_at,
@@ -85,7 +96,7 @@ function executionRoutes(api: Api): AnyRouteDef[] {
       tags: ['executions'],
       schema: CONTRACT.startExecution.schema,
       handler: async (req, reply) => {
-        const e = await startExecution(ctx, principalOf(req), req.params.id, req.params.v);
+        const e = await startExecution(ctx, principalOf(req), req.params.id, await resolveVersionRef(ctx, req.params.id, req.params.v));
         reply.code(201).header('location', `/v1/executions/${e.run_id}`);
         return executionView(e);
       },
@@ -177,9 +188,10 @@ function compensationProvenanceArchiveRoutes(api: Api): AnyRouteDef[] {
       upload: CONTRACT.compensate.upload,
       schema: CONTRACT.compensate.schema,
       handler: async (req, reply) => {
+        const n = await resolveVersionRef(ctx, req.params.id, req.params.v);
         const up = uploadInput(req, api.maxUploadBytes, api.metrics);
         const r = await withUpload(up, api.metrics, api.inflight, req, () =>
-          compensate(ctx, principalOf(req), req.params.id, req.params.v, {
+          compensate(ctx, principalOf(req), req.params.id, n, {
             filename: req.query.filename,
             body: up.body,
             expectedDigest: up.expectedDigest,
