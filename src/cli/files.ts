@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { sendChunks } from '../content/direct-read.ts';
 import { NotFound, UsageError } from '../core/errors.ts';
+import { WritebackAhead } from '../core/fsync.ts';
 import { randomToken } from '../core/ids.ts';
 
 /** A readable for `--file PATH` (or `-` for stdin), with the filename to record and the file's size (none for stdin). */
@@ -66,12 +67,21 @@ export async function writeVerifiedOutput(stream: Readable, out: string): Promis
   try {
     // Each chunk at its own offset: the writes of consecutive chunks may overlap.
     let position = 0;
-    await sendChunks(stream, async (chunk) => {
-      const at = position;
-      position += chunk.length;
-      let offset = 0;
-      while (offset < chunk.length) offset += (await fh.write(chunk, offset, chunk.length - offset, at + offset)).bytesWritten;
-    });
+    const writeback = new WritebackAhead(() => fh.datasync());
+    try {
+      await sendChunks(stream, async (chunk) => {
+        const at = position;
+        position += chunk.length;
+        let offset = 0;
+        while (offset < chunk.length) offset += (await fh.write(chunk, offset, chunk.length - offset, at + offset)).bytesWritten;
+        writeback.wrote(chunk.length);
+      });
+    } catch (e) {
+      // The descriptor is closed below only once no sync of it is in flight.
+      await writeback.settle().catch(() => {});
+      throw e;
+    }
+    await writeback.settle();
     await fh.sync();
     await fh.close();
     await fs.rename(tmp, target);

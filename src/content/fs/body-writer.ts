@@ -8,9 +8,10 @@
  */
 import { type Digest, DigestAccumulator } from '../../core/digest.ts';
 import { TooLarge } from '../../core/errors.ts';
+import { WritebackAhead } from '../../core/fsync.ts';
 import { type Body, knownBodySize, type PutOptions } from '../content-store.ts';
 import { HashSession, SLOT_BYTES, SLOTS, WORKER_MIN_BYTES } from '../hash-pool.ts';
-import { writeAt as writeSome } from './temp-file.ts';
+import { datasyncFile, writeAt as writeSome } from './temp-file.ts';
 
 export interface Written {
   digest: Digest;
@@ -77,9 +78,12 @@ async function writeHashingOnWorker(
   let fill = 0;
   let size = 0;
   let dispatched = 0;
+  const writeback = new WritebackAhead(() => datasyncFile(fd));
   const dispatch = async () => {
     const view = (session.slots[slot] as Buffer).subarray(0, fill);
-    const write = writeAt(fd, view, dispatched).catch((e: unknown) => Promise.reject(diskError(e)));
+    const write = writeAt(fd, view, dispatched)
+      .then(() => writeback.wrote(view.length))
+      .catch((e: unknown) => Promise.reject(diskError(e)));
     dispatched += fill;
     const work = Promise.all([session.hash(slot, fill), write]);
     // Awaited when the slot comes round again or at the end; never an unhandled rejection meanwhile.
@@ -105,9 +109,11 @@ async function writeHashingOnWorker(
     }
     if (fill > 0) await dispatch();
     await Promise.all(busy);
+    await writeback.settle().catch((e: unknown) => Promise.reject(diskError(e)));
     return { digest: await session.digest(), size };
   } finally {
-    // The slots go back to the pool only when nothing hashes or writes them any more.
-    await Promise.allSettled(busy);
+    // The slots go back to the pool (and the descriptor to its owner) only when nothing hashes,
+    // writes or syncs them any more.
+    await Promise.allSettled([...busy, writeback.settle()]);
   }
 }

@@ -6,7 +6,7 @@
  * may still hold unwritten pages (a refused or discarded stage) is closed in the pool (`closeInPool`):
  * some file systems (NFS) write them back on close.
  */
-import { close, closeSync, fsync, open, write } from 'node:fs';
+import { close, closeSync, fdatasync, fsync, open, write } from 'node:fs';
 
 export function openTempFile(file: string, flags: number, mode: number): Promise<number> {
   return new Promise((resolve, reject) => open(file, flags, mode, (e, fd) => (e ? reject(e) : resolve(fd))));
@@ -15,6 +15,11 @@ export function openTempFile(file: string, flags: number, mode: number): Promise
 /** Writes `length` bytes of `buf` from `offset` at `position`; resolves with the bytes written (may be fewer). */
 export function writeAt(fd: number, buf: Uint8Array, offset: number, length: number, position: number): Promise<number> {
   return new Promise((resolve, reject) => write(fd, buf, offset, length, position, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+/** A data sync started while the file is still being written (core/fsync.ts WritebackAhead). */
+export function datasyncFile(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
 }
 
 export function fsyncFile(fd: number): Promise<void> {
