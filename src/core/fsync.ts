@@ -28,7 +28,7 @@ export class WritebackAhead {
 
   constructor(
     private readonly datasync: () => Promise<void>,
-    private readonly every = 64 * 1024 * 1024,
+    private readonly every = 16 * 1024 * 1024,
   ) {}
 
   wrote(bytes: number): void {
