@@ -9,15 +9,17 @@ import { readHead } from '../audit/chain.ts';
 import { entryView, history } from '../audit/history.ts';
 import type * as T from '../client/types.ts';
 import { NotFound } from '../core/errors.ts';
+import { listAliases, removeAlias, setAlias } from '../lifecycle/aliases.ts';
 import { decide } from '../lifecycle/approvals.ts';
 import { archiveArtifact } from '../lifecycle/archive.ts';
-import { headView, listArtifacts, openVersionContent, parseState, showArtifact } from '../lifecycle/artifacts.ts';
+import { headView, listArtifacts, openVersionContent, parseState, resolveVersion, showArtifact } from '../lifecycle/artifacts.ts';
 import { compensate } from '../lifecycle/compensation.ts';
 import { executionView, finishExecution, readExecution, startExecution, uploadOutput } from '../lifecycle/executions.ts';
 import { addVersionOnce, createArtifactOnce } from '../lifecycle/idempotency.ts';
 import { addProvenance, inTotoStatement, provenanceStepView } from '../lifecycle/provenance.ts';
 import { queryIndex } from '../lifecycle/queries.ts';
 import { provenanceOf } from '../lifecycle/reads.ts';
+import { searchArtifacts } from '../lifecycle/search.ts';
 import { transition, withdraw } from '../lifecycle/transitions.ts';
 import { collectRefs, verifyObjects } from '../lifecycle/verify-content.ts';
 import { latestVersion, listVersions, readVersion, versionView } from '../lifecycle/versions.ts';
@@ -51,6 +53,7 @@ export function localLookup(ctx: ServiceContext): TargetLookup {
     versionState: async (id, n) => (await readVersion(ctx.items, id, n)).state,
     versions: async (id) => (await listVersions(ctx.items, id)).map((v) => view(versionView(v))),
     latestVersion: async (id) => view(versionView(await latestVersion(ctx.items, id))),
+    aliasedVersion: async (id, ref) => view(versionView(await resolveVersion(ctx, id, ref))),
   };
 }
 
@@ -132,6 +135,10 @@ export function localBackend(rt: Runtime): Backend {
     provenance: async (id) => view({ artifact_id: id, steps: await provenanceOf(ctx, id) }),
     inToto: async (id) => view(await inTotoStatement(ctx, id)),
     query: async (kind, key, page) => view(await queryIndex(ctx, kind, key, page)),
+    listAliases: async (id) => view({ artifact_id: id, aliases: await listAliases(ctx, id) }),
+    setAlias: async (id, name, version, reason) => view(await setAlias(ctx, actor, id, name, version, reason)),
+    removeAlias: async (id, name, reason) => view(await removeAlias(ctx, actor, id, name, reason)),
+    search: async (input) => view(await searchArtifacts(ctx, input)),
     async verifyContent(id) {
       const bar = progressBar('verify', rt.opts.json);
       return view(await verifyObjects(ctx, await collectRefs(ctx, id), bar).finally(() => bar.stop()));

@@ -69,6 +69,7 @@ export function remoteBackend(target: RemoteTarget): Backend {
       if (!latest) throw new NotFound(`artifact ${id} has no versions`);
       return latest;
     },
+    aliasedVersion: (id, ref) => alp.showVersion(id, ref),
 
     async createArtifact(input) {
       const { body, filename } = await uploadOf(input);
@@ -151,5 +152,15 @@ export function remoteBackend(target: RemoteTarget): Backend {
       }
     },
     verifyContent: async (id) => (await alp.verification(artifactId(id))).content,
+    listAliases: (id) => alp.listAliases(id),
+    setAlias: (id, name, version, reason) => alp.setAlias(id, name, version, reason),
+    removeAlias: (id, name, reason) => alp.removeAlias(id, name, reason),
+    search: (input) =>
+      alp.search({
+        ...page(input),
+        labels: input.labels,
+        ...(input.namePrefix !== undefined ? { name_prefix: input.namePrefix } : {}),
+        ...(input.state !== undefined ? { state: input.state } : {}),
+      }),
   };
 }

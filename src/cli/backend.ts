@@ -26,6 +26,8 @@ export interface TargetLookup {
   versions(id: string): Promise<T.Version[]>;
   /** The latest version. */
   latestVersion(id: string): Promise<T.Version>;
+  /** The version an alias (`@prod`) names now. */
+  aliasedVersion(id: string, ref: `@${string}`): Promise<T.Version>;
 }
 
 /** Content named on the command line: `--file PATH` (or `-` for stdin), the filename to record, the digest expected. */
@@ -64,6 +66,12 @@ export interface PageInput {
   cursor?: string | undefined;
 }
 
+export interface SearchInput extends PageInput {
+  namePrefix?: string | undefined;
+  labels: Record<string, string>;
+  state?: string | undefined;
+}
+
 export interface Backend extends TargetLookup {
   createArtifact(input: CreateInput): Promise<T.Version>;
   addVersion(id: string, input: ContentSource & { idempotencyKey?: string | undefined }): Promise<T.Version>;
@@ -88,6 +96,12 @@ export interface Backend extends TargetLookup {
   provenance(id: string): Promise<T.ProvenanceChain>;
   inToto(id: string): Promise<T.InTotoStatement>;
   query(kind: IndexQuery, key: string, page: PageInput): Promise<T.QueryPage>;
+
+  listAliases(id: string): Promise<T.AliasList>;
+  /** `version`: a number, or another alias. */
+  setAlias(id: string, name: string, version: T.VersionRef, reason: string | undefined): Promise<T.AliasChange>;
+  removeAlias(id: string, name: string, reason: string | undefined): Promise<T.AliasRemoval>;
+  search(input: SearchInput): Promise<T.SearchPage>;
   /** Re-hashes every object the artifact names (ids only: `verify` takes no names). */
   verifyContent(id: string): Promise<T.Verification['content']>;
 }

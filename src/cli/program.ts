@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { registerAdminCommands } from './commands/admin.ts';
+import { registerAliasCommands } from './commands/aliases.ts';
 import { registerArtifactCommands } from './commands/artifact.ts';
 import { registerAuditCommands } from './commands/audit.ts';
 import { registerNativeBackupCommands } from './commands/backup-native.ts';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerAdminCommands(program);
   const artifact = registerArtifactCommands(program);
   registerLifecycleCommands(program, artifact);
+  registerAliasCommands(program);
   registerExecCommands(program);
   registerAuditCommands(program);
   registerServeCommands(program);

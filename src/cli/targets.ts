@@ -80,13 +80,21 @@ export interface VersionChoice {
   chosen?: ChosenVersion;
 }
 
-/** `--version N` as given, else the version of `artifactId` the command targets (see TARGETS). */
+/**
+ * `--version N` as given; `--version @name` the version the alias names now (reported like a choice,
+ * so the output says which version it was); else the version of `artifactId` the command targets
+ * (see TARGETS).
+ */
 export async function chooseVersion(
   lookup: TargetLookup,
   artifactId: string,
   given: string | undefined,
   target: VersionTarget,
 ): Promise<VersionChoice> {
+  if (given?.startsWith('@')) {
+    const v = await lookup.aliasedVersion(artifactId, given as `@${string}`);
+    return { version: v.version, chosen: { version: v.version, state: v.state, reason: `the alias ${given}` } };
+  }
   const n = parseIntOption('--version', given, { min: 1 });
   if (n !== undefined) return { version: n };
   const { states, what } = TARGETS[target];

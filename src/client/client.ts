@@ -149,21 +149,21 @@ export class AlpClient {
     return this.http.json({ route: 'listVersions', params: { id } });
   }
 
-  showVersion(id: string, v: number): Promise<T.Version> {
+  showVersion(id: string, v: T.VersionRef): Promise<T.Version> {
     return this.http.json({ route: 'showVersion', params: { id, v } });
   }
 
   /** The version's content, re-hashed as it is read (`bytes()`, `text()`, `stream()`). */
-  getContent(id: string, v: number, opts: DownloadOptions = {}): Promise<VerifiedDownload> {
+  getContent(id: string, v: T.VersionRef, opts: DownloadOptions = {}): Promise<VerifiedDownload> {
     return this.download('getContent', { id, v }, opts);
   }
 
-  headContent(id: string, v: number): Promise<RepresentationInfo> {
+  headContent(id: string, v: T.VersionRef): Promise<RepresentationInfo> {
     return this.head('headContent', { id, v });
   }
 
   /** Bytes [start, end) of the content (one Range request). */
-  getContentRange(id: string, v: number, start: number, end: number): Promise<RangeChunk> {
+  getContentRange(id: string, v: T.VersionRef, start: number, end: number): Promise<RangeChunk> {
     return this.range('getContent', { id, v }, start, end);
   }
 
@@ -177,20 +177,20 @@ export class AlpClient {
 
   // ---- lifecycle
 
-  transition(id: string, v: number, body: T.TransitionBody): Promise<T.Version> {
+  transition(id: string, v: T.VersionRef, body: T.TransitionBody): Promise<T.Version> {
     return this.http.json({ route: 'transition', params: { id, v }, json: body });
   }
 
-  propose(id: string, v: number, reason?: string): Promise<T.Version> {
+  propose(id: string, v: T.VersionRef, reason?: string): Promise<T.Version> {
     return this.transition(id, v, { to: 'PROPOSED', ...(reason === undefined ? {} : { reason }) });
   }
 
-  withdraw(id: string, v: number, reason?: string): Promise<T.Version> {
+  withdraw(id: string, v: T.VersionRef, reason?: string): Promise<T.Version> {
     return this.transition(id, v, { to: 'DRAFT', ...(reason === undefined ? {} : { reason }) });
   }
 
   /** Approve or reject (human tokens only). */
-  decide(id: string, v: number, body: T.DecisionBody): Promise<T.DecisionResult> {
+  decide(id: string, v: T.VersionRef, body: T.DecisionBody): Promise<T.DecisionResult> {
     return this.http.json({ route: 'decide', params: { id, v }, json: body });
   }
 
@@ -199,7 +199,7 @@ export class AlpClient {
   }
 
   /** Compensation (rollback) artifact of an EXECUTED or FAILED version. */
-  compensate(id: string, v: number, query: T.CompensationQuery, body: UploadBody): Promise<T.CompensationResult> {
+  compensate(id: string, v: T.VersionRef, query: T.CompensationQuery, body: UploadBody): Promise<T.CompensationResult> {
     return this.upload<T.CompensationResult>({ route: 'compensate', params: { id, v }, query }, body, (r) => r.version.content_hash);
   }
 
@@ -219,9 +219,31 @@ export class AlpClient {
     return this.http.json({ route: 'archive', params: { id } });
   }
 
+  // ---- aliases and search
+
+  listAliases(id: string): Promise<T.AliasList> {
+    return this.http.json({ route: 'listAliases', params: { id } });
+  }
+
+  /** Sets or moves `@name` to an APPROVED or EXECUTED version (human tokens only). */
+  setAlias(id: string, name: string, version: T.VersionRef, reason?: string): Promise<T.AliasChange> {
+    return this.http.json({ route: 'setAlias', params: { id, name }, json: { version, ...(reason === undefined ? {} : { reason }) } });
+  }
+
+  removeAlias(id: string, name: string, reason?: string): Promise<T.AliasRemoval> {
+    return this.http.json({ route: 'removeAlias', params: { id, name }, query: reason === undefined ? {} : { reason } });
+  }
+
+  /** Artifacts by name prefix, labels (all must match) and state; `labels` as a map. */
+  search(options: T.SearchOptions = {}): Promise<T.SearchPage> {
+    const { labels, ...query } = options;
+    const label = labels ? Object.entries(labels).map(([k, v]) => `${k}=${v}`) : undefined;
+    return this.http.json({ route: 'search', query: { ...query, ...(label ? { label } : {}) } });
+  }
+
   // ---- executions
 
-  startExecution(id: string, v: number): Promise<T.Execution> {
+  startExecution(id: string, v: T.VersionRef): Promise<T.Execution> {
     return this.http.json({ route: 'startExecution', params: { id, v } });
   }
 

@@ -48,6 +48,16 @@ export type Ready = ResponseOf<'ready'>;
 export type StateCounts = ResponseOf<'statusStates'>;
 export type OperationsStatus = ResponseOf<'statusOperations'>;
 export type Problem = S.ProblemDocument;
+/** A version where one is taken: its number, or `@` and one of the artifact's aliases. */
+export type VersionRef = number | `@${string}`;
+export type AliasList = ResponseOf<'listAliases'>;
+export type AliasView = AliasList['aliases'][number];
+export type AliasChange = ResponseOf<'setAlias'>;
+export type AliasRemoval = ResponseOf<'removeAlias'>;
+export type SearchPage = ResponseOf<'search'>;
+export type SearchHit = SearchPage['items'][number];
+/** `search`'s query, with the labels as a map (sent as repeated `label=k=v`). */
+export type SearchOptions = Omit<QueryOf<'search'>, 'label'> & { labels?: Record<string, string> | undefined };
 
 export type ListArtifactsQuery = QueryOf<'listArtifacts'>;
 export type TransitionBody = BodyOf<'transition'>;

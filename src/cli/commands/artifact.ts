@@ -76,6 +76,9 @@ function addArtifactReadCommands(artifact: Command): void {
           `${head.artifact_id}  ${head.name}  kind=${head.kind}  quorum=${head.quorum}`,
           `  labels: ${labelsText(head.labels)}`,
           `  created ${head.created_at} by ${head.created_by.id}${head.archived ? `  archived ${head.archived.at}` : ''}`,
+          ...Object.entries(head.aliases ?? {})
+            .sort(([a], [b]) => (a < b ? -1 : 1))
+            .map(([name, a]) => `  @${name} → v${a.version} (set by ${a.set_by.id})`),
           ...versions.map(
             (v) => `  v${v.version}  ${v.state.padEnd(12)} ${v.filename}  ${v.size} bytes  ${v.content_hash}  ${v.created_at}`,
           ),
@@ -112,7 +115,7 @@ function addArtifactReadCommands(artifact: Command): void {
   artifact
     .command('get <id>')
     .description('write a version’s verified content to a file (or - for stdout); exit 5 and no file if it does not verify')
-    .option('--version <n>', 'version (default: the latest)')
+    .option('--version <n>', 'version, or @alias (default: the latest)')
     .requiredOption('--out <path>', 'output file, or - for stdout')
     .action(async (ref: string, o, cmd: Command) =>
       withBackend(cmd, async (b, opts) => {

@@ -13,7 +13,7 @@ export function registerExecCommands(program: Command): void {
   exec
     .command('start <id>')
     .description('APPROVED → EXECUTING; re-checks the approvals; prints the run id')
-    .option('--version <n>', 'version (default: the APPROVED one, else the latest)')
+    .option('--version <n>', 'version or @alias (default: the APPROVED one, else the latest)')
     .action(async (ref: string, o, cmd: Command) =>
       withBackend(cmd, async (b, opts) => {
         const id = await resolveArtifactRef(b, ref);
@@ -53,7 +53,7 @@ export function registerExecCommands(program: Command): void {
   exec
     .command('run <id> <command...>')
     .description('start a run of the APPROVED version, run the command (after --), record its logs and outcome; exits with its exit code')
-    .option('--version <n>', 'version (default: the APPROVED one)')
+    .option('--version <n>', 'version or @alias (default: the APPROVED one)')
     .option('--output-json <file>', 'once the command exited, record this file as the run’s output.json')
     .action(async (ref: string, command: string[], o, cmd: Command) =>
       withBackend(cmd, async (b, opts) => {
@@ -133,7 +133,7 @@ function registerCompensate(program: Command): void {
   program
     .command('compensate <id>')
     .description('create the compensation (rollback) artifact of an EXECUTED or FAILED version')
-    .option('--version <n>', 'the version to compensate (default: the latest EXECUTED or FAILED one)')
+    .option('--version <n>', 'the version to compensate, or @alias (default: the latest EXECUTED or FAILED one)')
     .requiredOption('--file <path>', 'rollback content, or - for stdin')
     .option('--filename <filename>', 'filename (stored as rollback-{filename})')
     .option('--reason <text>', 'why')

@@ -16,7 +16,7 @@ function registerReviewCommands(artifact: Command): void {
   artifact
     .command('propose <id>')
     .description('DRAFT → PROPOSED (earlier open versions become SUPERSEDED); an APPROVED version whose approvals expired → PROPOSED')
-    .option('--version <n>', 'version (default: the latest)')
+    .option('--version <n>', 'version or @alias (default: the latest)')
     .option('--reason <text>', 'why')
     .action(async (ref: string, o, cmd: Command) =>
       withBackend(cmd, async (b, opts) => {
@@ -30,7 +30,7 @@ function registerReviewCommands(artifact: Command): void {
   artifact
     .command('withdraw <id>')
     .description('PROPOSED → DRAFT (approvals given so far no longer count)')
-    .option('--version <n>', 'version (default: the PROPOSED one, else the latest)')
+    .option('--version <n>', 'version or @alias (default: the PROPOSED one, else the latest)')
     .option('--reason <text>', 'why')
     .action(async (ref: string, o, cmd: Command) =>
       withBackend(cmd, async (b, opts) => {
@@ -45,7 +45,7 @@ function registerReviewCommands(artifact: Command): void {
     artifact
       .command(`${decision} <id>`)
       .description(decision === 'approve' ? 'approve a PROPOSED version (humans only)' : 'reject a PROPOSED version (humans only)')
-      .option('--version <n>', 'version (default: the PROPOSED one, else the latest)')
+      .option('--version <n>', 'version or @alias (default: the PROPOSED one, else the latest)')
       .requiredOption('--evidence <ref>', 'evidence reference (ticket, review, test run)')
       .option('--expires-in <duration>', 'lifetime of the approval, e.g. 7d, 12h', '7d')
       .option('--digest <sha256>', 'the content digest you reviewed (default: the version’s)')
@@ -79,7 +79,7 @@ function registerMoveCommands(program: Command, artifact: Command): void {
   artifact
     .command('transition <id>')
     .description('a manual state change (others happen through approve, exec, compensate, archive)')
-    .option('--version <n>', 'version (default: the latest)')
+    .option('--version <n>', 'version or @alias (default: the latest)')
     .requiredOption('--to <state>', 'target state')
     .option('--reason <text>', 'why')
     .action(async (ref: string, o, cmd: Command) =>
