@@ -53,12 +53,16 @@ export const PrincipalSchema = Type.Object(
 
 export const IdParams = Type.Object({ id: ArtifactId }, closed);
 export const AliasName = Type.String({ pattern: ALIAS_NAME_PATTERN, description: 'alias name (lowercase; without @)' });
+// In paths the alias's own rule is the service's (lifecycle/aliases.ts), which answers a near miss
+// (`@Prod`) with the name meant; the schema only bounds the text.
+const AliasNameParam = Type.String({ minLength: 1, maxLength: 64, description: `alias name, ${ALIAS_NAME_PATTERN} (without @)` });
 /** A version in a path: its number, or `@` and one of the artifact's aliases (`@prod`). */
-export const VersionRefParam = Type.Union([VersionNumber, Type.String({ pattern: ALIAS_REF_PATTERN, description: '@alias' })], {
-  description: 'version number, or @alias',
-});
+export const VersionRefParam = Type.Union(
+  [VersionNumber, Type.String({ pattern: '^@', maxLength: 65, description: `@alias, the alias ${ALIAS_REF_PATTERN}` })],
+  { description: 'version number, or @alias' },
+);
 export const VersionParams = Type.Object({ id: ArtifactId, v: VersionRefParam }, closed);
-export const AliasParams = Type.Object({ id: ArtifactId, name: AliasName }, closed);
+export const AliasParams = Type.Object({ id: ArtifactId, name: AliasNameParam }, closed);
 export const RunParams = Type.Object({ run: RunId }, closed);
 export const OutputParams = Type.Object({ run: RunId, output: OutputName }, closed);
 
@@ -191,7 +195,7 @@ export const JsonVersionBody = Type.Object(jsonContentFields, { ...closed, descr
 
 export const AliasBody = Type.Object(
   {
-    version: Type.Union([VersionNumber, Type.String({ pattern: ALIAS_REF_PATTERN })], {
+    version: Type.Union([VersionNumber, Type.String({ pattern: '^@', maxLength: 65 })], {
       description: 'the version (APPROVED or EXECUTED), or another alias',
     }),
     reason: Type.Optional(Type.String({ maxLength: 1000 })),
