@@ -4,18 +4,18 @@
  *   entry points  src/cli/ src/api/ src/web/      parse, authenticate, call services, render
  *                 src/mcp/                        the MCP tools (served by cli/ on stdio, api/ at /mcp)
  *   runtime       src/runtime/                    opens an installation, registers the services' hooks
- *   services      src/{lifecycle,audit,telemetry,retention,recovery}/   the rules
+ *   services      src/{lifecycle,audit,telemetry,retention,recovery,webhooks}/   the rules
  *   system        src/system/                     installation-wide state (beside the contracts)
  *   contracts     src/store/*.ts src/content/*.ts ItemStore, ContentStore (+ open.ts picks the engine)
  *   engines       src/store/{sqlite,dynamodb}/ src/content/{fs,s3}/
  *   core          src/core/                       ids, clock, digests, errors, keys, shared models
  *
  * A layer imports only layers below it. Services import each other only through the named edges of
- * SERVICE_EDGES (acyclic: telemetry <- audit <- lifecycle <- recovery <- retention); everything else a
+ * SERVICE_EDGES (acyclic: telemetry <- audit <- lifecycle <- recovery <- retention, lifecycle <- webhooks); everything else a
  * service needs from another reaches it through a registration on the context, made in runtime/
  * (audit sinks, publish checks, recovery steps). No file cycles, no lazy imports to dodge one.
  */
-const SERVICES = ['audit', 'lifecycle', 'retention', 'recovery', 'telemetry'];
+const SERVICES = ['audit', 'lifecycle', 'retention', 'recovery', 'telemetry', 'webhooks'];
 const ENGINES = '^src/(store/(sqlite|dynamodb)|content/(fs|s3))/';
 
 /** Which service may import which other service, and why. Anything not listed is refused. */
@@ -36,6 +36,10 @@ const SERVICE_EDGES = {
   retention: ['audit', 'lifecycle', 'recovery'],
   // The telemetry outbox depends on no other service (it is plugged into the audit chain as a sink).
   telemetry: [],
+  // Webhooks export the telemetry outbox (claim, acknowledge, defer), read the audit entry an outbox
+  // record names and record endpoint changes in a hash-chained log (audit), and check the access
+  // table (lifecycle).
+  webhooks: ['audit', 'lifecycle', 'telemetry'],
 };
 
 const serviceRules = SERVICES.map((from) => {

@@ -9,6 +9,7 @@ import { allHeads } from './chain.ts';
 import { type Checkpoint, type CounterCheck, checkAuditCounter, verifyCheckpoint } from './counter.ts';
 import { verifyTokenLog } from './token-log.ts';
 import { type ChainReport, verifyArtifactAudit } from './verify.ts';
+import { verifyWebhookLog } from './webhook-log.ts';
 
 export interface AuditVerifySummary {
   /** Chains verified. */
@@ -22,6 +23,8 @@ export interface AuditVerifySummary {
   counter?: CounterCheck;
   /** The token log (token-log.ts), when every chain was verified: its entries (counted apart from `entries`). */
   token_log?: { entries: number; ok: boolean };
+  /** The webhook endpoint log (webhook-log.ts), likewise. */
+  webhook_log?: { entries: number; ok: boolean };
 }
 
 export interface AuditVerifyOptions {
@@ -58,6 +61,8 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
   if (counter && !counter.ok) reports.push(outsideChain('*', `${stateKey.PK} ${stateKey.SK}`, counter.detail));
   const tokenLog = opts.artifactId ? undefined : await verifyTokenLog(ctx);
   if (tokenLog && !tokenLog.ok) reports.push(tokenLog);
+  const webhookLog = opts.artifactId ? undefined : await verifyWebhookLog(ctx);
+  if (webhookLog && !webhookLog.ok) reports.push(webhookLog);
   if (opts.checkpoint)
     for (const f of await verifyCheckpoint(ctx, opts.checkpoint))
       reports.push(outsideChain(f.artifact_id, `checkpoint ${f.artifact_id}`, f.problem));
@@ -69,5 +74,6 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
     broken,
     ...(counter ? { counter } : {}),
     ...(tokenLog ? { token_log: { entries: tokenLog.entries, ok: tokenLog.ok } } : {}),
+    ...(webhookLog ? { webhook_log: { entries: webhookLog.entries, ok: webhookLog.ok } } : {}),
   };
 }

@@ -15,6 +15,7 @@ import { registerServeCommands } from './commands/serve.ts';
 import { registerStartCommand } from './commands/start.ts';
 import { registerStorageRuleCommands } from './commands/storage-rules.ts';
 import { registerTelemetryCommands } from './commands/telemetry.ts';
+import { registerWebhookCommands } from './commands/webhooks.ts';
 
 export function buildProgram(): Command {
   const program = new Command('alp')
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerServeCommands(program);
   registerMcpCommand(program);
   registerTelemetryCommands(program);
+  registerWebhookCommands(program);
   registerRecoveryCommands(program);
   registerNativeBackupCommands(program);
   registerStorageRuleCommands(program);

@@ -134,6 +134,26 @@ export const TOKEN_LOG_SK_PREFIX = 'LOG#';
 export const tokenLogSk = (seq: number) => `${TOKEN_LOG_SK_PREFIX}${pad(seq, SEQ_DIGITS)}`;
 export const TOKEN_LOG_HEAD_SK = 'LOG_HEAD';
 export const TOKEN_INDEX_MARK_SK = 'INDEXED';
+/**
+ * WEBHOOKS: the webhook endpoints (issue 20 item 5, src/webhooks/), one partition written only by
+ * endpoint administration and the dispatcher's failure count: an item per endpoint (`EP#{id}`), the
+ * endpoint change log (`LOG#{seq:10}`, hash-chained, src/audit/webhook-log.ts) and its head (`LOG_HEAD`).
+ */
+export const WEBHOOKS_PK = 'WEBHOOKS';
+export const WEBHOOK_ENDPOINT_SK_PREFIX = 'EP#';
+export const webhookEndpointSk = (endpointId: string) => `${WEBHOOK_ENDPOINT_SK_PREFIX}${endpointId}`;
+export const WEBHOOK_LOG_SK_PREFIX = 'LOG#';
+export const webhookLogSk = (seq: number) => `${WEBHOOK_LOG_SK_PREFIX}${pad(seq, SEQ_DIGITS)}`;
+export const WEBHOOK_LOG_HEAD_SK = 'LOG_HEAD';
+/**
+ * WHLOG#{endpoint id}: an endpoint's delivery log, `A#{at}#{ulid}` per attempt (status or error,
+ * duration, attempt number; deleted after the retention period), and `OK#{event id}` once an event was
+ * delivered there (deleted when its outbox record is acknowledged).
+ */
+export const webhookDeliveryPk = (endpointId: string) => `WHLOG#${endpointId}`;
+export const WEBHOOK_ATTEMPT_SK_PREFIX = 'A#';
+export const webhookAttemptSk = (at: string, id: string) => `${WEBHOOK_ATTEMPT_SK_PREFIX}${at}#${id}`;
+export const webhookDeliveredSk = (eventId: string) => `OK#${eventId}`;
 /** IDEM#{principal}#{sha256 hex of the key} / IDEM: an idempotency key's record (lifecycle/idempotency.ts). */
 export const idempotencyPk = (principalId: string, keyHash: string) => `IDEM#${principalId}#${keyHash}`;
 export const IDEMPOTENCY_SK = 'IDEM';

@@ -4,7 +4,7 @@
  * it). Each operation lists the principal kinds that may perform it.
  *
  * - `human`: everything an agent may do, plus approving, rejecting, archiving, moving aliases, minting
- *   tokens and fixing the CLI clock (ALP_NOW).
+ *   tokens, managing webhook endpoints and fixing the CLI clock (ALP_NOW).
  * - `agent`: create artifacts and versions, propose and withdraw, start, upload to and finish
  *   executions, create compensations, append provenance; read everything.
  * - `service`: read only (exporters, dashboards).
@@ -38,6 +38,8 @@ export const OPERATIONS = {
   compensate: WRITERS,
   addProvenance: WRITERS,
   createToken: HUMANS,
+  /** Adding, removing, re-enabling and listing webhook endpoints (where events go, with what secret). */
+  manageWebhooks: HUMANS,
   /** Fixing the clock (ALP_NOW): a token-bound agent could otherwise revive an expired approval. */
   setClock: HUMANS,
 

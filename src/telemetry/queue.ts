@@ -33,6 +33,7 @@ import type { AuditSink } from '../system/context.ts';
 import { CURRENT_SCHEMA } from '../system/schema.ts';
 import { acknowledgeRecords } from './ack.ts';
 import { claimRecords, preflight, type QueueView } from './claim.ts';
+import { type DeferInput, type DeferResult, deferRecords } from './defer.ts';
 import { admitOrDrop } from './enqueue.ts';
 import { installationFenceShards, telemetryFenceCheck } from './fence.ts';
 import { LIMIT_NAMES, resolveLimits, type TelemetryLimits } from './limits.ts';
@@ -71,6 +72,7 @@ import {
 } from './shards.ts';
 import { type ShardLayout, telemetrySink } from './sink.ts';
 
+export type { DeferInput, DeferResult } from './defer.ts';
 export * from './records.ts';
 export { COUNTER_NAMES, stateKey, type TelemetryCounters } from './shards.ts';
 export const QUEUE_SCHEMA = CURRENT_SCHEMA.telemetry_queue;
@@ -372,5 +374,28 @@ export class TelemetryQueue {
     const view = await this.view();
     await preflight(view, epoch);
     return acknowledgeRecords(view, epoch, owner, acks, atMs);
+  }
+
+  /**
+   * Not delivered, try again later: each record's lease (held by `owner`, unexpired at `at`) is moved
+   * to expire `delayMs` after `at`, so the next claim takes it only then (an exporter's back-off,
+   * defer.ts). Attempts are unchanged: the next claim counts the next lease against max_attempts. The
+   * same refusals as acknowledgeAll, per record; a stale epoch or a restore hold refuses the call.
+   */
+  async deferAll(epoch: number, owner: string, defers: DeferInput[], at: Moment): Promise<DeferResult[]> {
+    validateEpoch(epoch);
+    validateOwner(owner);
+    if (!Array.isArray(defers) || defers.length > MAX_CLAIM_RECORDS)
+      throw new InvalidInput(`defer at most ${MAX_CLAIM_RECORDS} records at once`);
+    for (const d of defers) {
+      if (typeof d?.id !== 'string' || d.id.length === 0 || d.id.length > 200) throw new InvalidInput('a record id is required');
+      if (typeof d.leaseToken !== 'string' || d.leaseToken.length === 0 || d.leaseToken.length > 200)
+        throw new InvalidInput('a lease token is required');
+      intOption('delayMs', d.delayMs, 0, 1, MAX_LEASE_MS);
+    }
+    const atMs = toMs(at, 'at');
+    const view = await this.view();
+    await preflight(view, epoch);
+    return deferRecords(view, epoch, owner, defers, atMs);
   }
 }

@@ -1,5 +1,7 @@
 import { type Command, Option } from 'commander';
 import { buildServer, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_MS, defaultLogger } from '../../api/server.ts';
+import { webhookSettings } from '../../webhooks/config.ts';
+import { startWebhookLoop } from '../../webhooks/loop.ts';
 import { parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
 import { ALP_VERSION } from '../version.ts';
 import { initAndDescribe } from './admin.ts';
@@ -65,6 +67,7 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
+    const hooks = webhookSettings(process.env);
     const server = await buildServer(rt.ctx, {
       maxUploadBytes: o.maxUploadBytes,
       logger: defaultLogger(o.logLevel),
@@ -79,8 +82,18 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
       throw e;
     }
     announce(url);
+    // Webhook deliveries run beside the server; links in their payloads point at it unless ALP_PUBLIC_URL says otherwise.
+    const webhooks = startWebhookLoop(
+      rt.ctx,
+      { ...hooks, apiBase: hooks.apiBase || url },
+      {
+        onPass: (report) => server.app.log.info({ webhooks: report }, 'webhook deliveries'),
+        onError: (err) => server.app.log.warn({ err }, 'webhook delivery pass failed; retrying at the next poll'),
+      },
+    );
     const signal = await signalled;
     server.app.log.info({ signal }, 'signal received');
+    await webhooks.stop();
     await server.shutdown(o.shutdownGraceMs);
   } finally {
     process.off('SIGTERM', onSignal);
