@@ -20,7 +20,7 @@ import sqlite3
 import sys
 import urllib.parse
 
-AUDIT_TYPES = {"transition", "approval", "execution", "execution_output", "execution_finish", "provenance", "compensation"}
+AUDIT_TYPES = {"transition", "approval", "execution", "execution_output", "execution_finish", "provenance", "compensation", "alias"}
 VIEW_FIELDS = {
     "execution": {"status", "exit_code", "finished_at", "outputs", "archive_objects"},
     "compensation": {"state", "GSI1PK", "GSI1SK", "updated_at"},

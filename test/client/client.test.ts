@@ -122,7 +122,30 @@ describe('alp/client against a real server', () => {
     assert.equal((await agent.getProvenance(id)).steps.length, 1);
     assert.equal((await agent.getProvenanceInToto(id))._type, 'https://in-toto.io/Statement/v1');
 
-    const comp = await agent.compensate(id, 2, { filename: 'undo.sh', reason: 'rollback' }, 'echo undo\n');
+    // aliases (issue 20 item 6): humans move them; @prod is taken wherever a version is
+    const aliased = await human.setAlias(id, 'prod', 2, 'release');
+    assert.deepEqual([aliased.changed, aliased.alias?.version, aliased.alias?.state], [true, 2, 'EXECUTED']);
+    await assert.rejects(agent.setAlias(id, 'staging', 2), (e: unknown) => e instanceof AlpError && e.code === 'FORBIDDEN');
+    assert.equal((await service.showVersion(id, '@prod')).version, 2);
+    assert.equal(await (await service.getContent(id, '@prod')).text(), 'echo 2\n');
+    assert.equal((await service.headContent(id, '@prod')).digest, sha256('echo 2\n'));
+    await human.setAlias(id, 'staging', '@prod');
+    assert.deepEqual(
+      (await service.listAliases(id)).aliases.map((a) => [a.name, a.version]),
+      [
+        ['prod', 2],
+        ['staging', 2],
+      ],
+    );
+    assert.equal((await human.removeAlias(id, 'staging', 'done')).removed.version, 2);
+    await assert.rejects(service.getContent(id, '@staging'), (e: unknown) => e instanceof AlpError && e.code === 'NOT_FOUND');
+    const found = await service.search({ name_prefix: 'dep', labels: { team: 'ops' } });
+    assert.deepEqual(
+      found.items.map((h) => h.artifact_id),
+      [id],
+    );
+
+    const comp = await agent.compensate(id, '@prod', { filename: 'undo.sh', reason: 'rollback' }, 'echo undo\n');
     assert.equal(comp.compensated.state, 'COMPENSATING');
     assert.ok((await agent.history(id)).entries.length > 5);
     assert.equal((await agent.verification(id)).ok, true);

@@ -104,12 +104,25 @@ describe('the response schemas, checked by ajv against real answers', () => {
     provenanceChain = (await check('getProvenance', 200, `/v1/artifacts/${id}/provenance`, agent)).json;
     const inToto = await check('getProvenance', 200, `/v1/artifacts/${id}/provenance?format=in-toto`, agent);
     assert.equal(inToto.json._type, 'https://in-toto.io/Statement/v1');
+    // Aliases (issue 20 item 6) are set on the EXECUTED version; it then moves on (COMPENSATING).
+    await check('setAlias', 200, `/v1/artifacts/${id}/aliases/prod`, { ...human, json: { version: 2, reason: 'release' } });
+    await check('setAlias', 200, `/v1/artifacts/${id}/aliases/staging`, { ...human, json: { version: '@prod' } });
+    await check('removeAlias', 200, `/v1/artifacts/${id}/aliases/staging?reason=done`, human);
     const comp = await check('compensate', 201, `/v1/artifacts/${id}/versions/2/compensations?filename=undo.sh&reason=rollback`, {
       ...agent,
       body: 'echo undo\n',
     });
     assert.ok(comp.json.compensation.compensates);
-    await check('showArtifact', 200, `/v1/artifacts/${id}`, agent);
+    // Aliases (issue 20 item 6): the artifact's view carries them; search hits of both kinds.
+    const aliases = await check('listAliases', 200, `/v1/artifacts/${id}/aliases`, agent);
+    assert.deepEqual(
+      aliases.json.aliases.map((a: { name: string; state: string }) => [a.name, a.state]),
+      [['prod', 'COMPENSATING']],
+    );
+    assert.equal((await check('showVersion', 200, `/v1/artifacts/${id}/versions/@prod`, agent)).json.version, 2);
+    assert.equal((await check('search', 200, '/v1/search?name_prefix=wa&label=team=ops', agent)).json.items.length, 1);
+    assert.equal((await check('search', 200, '/v1/search?state=COMPENSATING&limit=1', agent)).json.items[0].version, 2);
+    assert.equal((await check('showArtifact', 200, `/v1/artifacts/${id}`, agent)).json.aliases.prod.version, 2);
     await check('listVersions', 200, `/v1/artifacts/${id}/versions`, agent);
     await check('showVersion', 200, `/v1/artifacts/${id}/versions/1`, agent);
     await check('listApprovals', 200, `/v1/artifacts/${id}/approvals`, agent);
