@@ -8,7 +8,10 @@ import { EXECUTION_OUTPUTS } from '../core/object-keys.ts';
 import { MCP_MAX_INLINE_BYTES, MCP_MAX_INLINE_CHARS } from './content.ts';
 
 export const artifactId = z.string().min(1).max(64).describe('the artifact id (from create_artifact or list_artifacts)');
-export const versionNumber = z.number().int().min(1).describe('the version number (1, 2, …)');
+/** A version: its number, or `@` and one of the artifact's aliases (resolved by lifecycle/aliases.ts). */
+export const versionNumber = z
+  .union([z.number().int().min(1), z.string().regex(/^@/).max(65)])
+  .describe('the version number (1, 2, …), or an alias of the artifact (@prod)');
 export const runId = z.string().min(1).max(64).describe('the run id (from start_execution)');
 export const digest = z
   .string()

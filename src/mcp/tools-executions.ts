@@ -8,6 +8,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { resolveVersionRef } from '../lifecycle/aliases.ts';
 import { executionView, finishExecution, readExecution, startExecution, uploadOutput } from '../lifecycle/executions.ts';
 import { SIGNAL_NAME_PATTERN } from '../lifecycle/model.ts';
 import { addProvenance, provenanceStepView } from '../lifecycle/provenance.ts';
@@ -37,7 +38,7 @@ function registerRunTools(server: McpServer, env: ToolEnv): void {
     },
     (args) =>
       runTool('start_execution', env.results, async () =>
-        executionView(await startExecution(ctx, principal, args.artifact_id, args.version)),
+        executionView(await startExecution(ctx, principal, args.artifact_id, await resolveVersionRef(ctx, args.artifact_id, args.version))),
       ),
   );
   server.registerTool(

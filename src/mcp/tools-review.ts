@@ -6,6 +6,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { readHead } from '../audit/chain.ts';
+import { resolveVersionRef } from '../lifecycle/aliases.ts';
 import { countingApprovals, listApprovals } from '../lifecycle/approvals.ts';
 import { resolveVersion } from '../lifecycle/artifacts.ts';
 import type { VersionItem } from '../lifecycle/model.ts';
@@ -79,7 +80,10 @@ export function registerReviewTools(server: McpServer, env: ToolEnv): void {
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     (args) =>
-      runTool('propose', env.results, async () => versionView(await propose(ctx, principal, args.artifact_id, args.version, args.reason))),
+      runTool('propose', env.results, async () => {
+        const version = args.version === undefined ? undefined : await resolveVersionRef(ctx, args.artifact_id, args.version);
+        return versionView(await propose(ctx, principal, args.artifact_id, version, args.reason));
+      }),
   );
   server.registerTool(
     'get_status',

@@ -13,6 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import fc from 'fast-check';
 import { sha256 as digestOf } from '../../src/core/digest.ts';
+import { setAlias } from '../../src/lifecycle/aliases.ts';
 import { decide } from '../../src/lifecycle/approvals.ts';
 import type { Principal } from '../../src/lifecycle/model.ts';
 import { MCP_MAX_INLINE_BYTES } from '../../src/mcp/content.ts';
@@ -113,7 +114,11 @@ describe('MCP tools (in-process, the SDK client)', () => {
       after.approvals.decisions.map((d: Json) => [d.decision, d.actor.id, d.counted, d.counts_now]),
       [['APPROVE', 'alice', true, true]],
     );
-    const run = await ok(s, 'start_execution', { artifact_id: id, version: 1 });
+    // A human's alias (issue 20 item 6) is taken where a version is; an unknown one is NOT_FOUND.
+    await setAlias(s.ctx, alice, id, 'prod', 1);
+    assert.equal((await ok(s, 'get_status', { artifact_id: id, version: '@prod' })).state, 'APPROVED');
+    await refused(s, 'get_status', { artifact_id: id, version: '@nope' }, 'NOT_FOUND');
+    const run = await ok(s, 'start_execution', { artifact_id: id, version: '@prod' });
     assert.equal(run.status, 'RUNNING');
     const out = await ok(s, 'record', { run_id: run.run_id, output: 'stdout.log', content: 'deployed\n' });
     assert.equal(out.digest, digestOf(Buffer.from('deployed\n')));
