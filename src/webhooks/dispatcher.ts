@@ -18,7 +18,7 @@ import type { AckInput, ClaimedRecord, DeferInput, TelemetryQueue } from '../tel
 import { backoffDelay } from './backoff.ts';
 import type { WebhookSettings } from './config.ts';
 import { clearDelivered, deliveredPairs, pruneAttempts, recordAttempt } from './delivery-log.ts';
-import { countFailure, disableAfterFailures, resetFailures, type SigningEndpoint } from './endpoints.ts';
+import { activeEndpoints, countFailure, disableAfterFailures, resetFailures, type SigningEndpoint } from './endpoints.ts';
 import { matchesFilter } from './event-types.ts';
 import { type WebhookEvent, webhookEventOf } from './events.ts';
 import { postSigned } from './send.ts';
@@ -75,7 +75,8 @@ class Pass {
   constructor(
     private readonly ctx: ServiceContext,
     private readonly settings: WebhookSettings,
-    private readonly endpoints: SigningEndpoint[],
+    /** The ACTIVE endpoints, read after each claim (see deliverPending). */
+    public endpoints: SigningEndpoint[],
   ) {}
 
   /** The endpoints an event goes to: ACTIVE, subscribed to its type, and existing when it happened. */
@@ -185,22 +186,27 @@ function leaseMs(settings: WebhookSettings): number {
 
 /**
  * Claims and delivers until the outbox has nothing available (or maxClaims), then prunes the delivery
- * log of attempts past retention. Outbox refusals (a stale epoch, a restore hold, a maintenance) are
- * thrown: the caller retries later.
+ * log of attempts past retention. The ACTIVE endpoints are read again after every claim: an endpoint
+ * added before an event happened is committed before the event's record can be claimed, so that read
+ * sees it (a read before the claim could miss it). Outbox refusals (a stale epoch, a restore hold, a
+ * maintenance) are thrown: the caller retries later.
  */
-export async function deliverPending(ctx: ServiceContext, endpoints: SigningEndpoint[], opts: DispatchOptions): Promise<DeliveryReport> {
-  const pass = new Pass(ctx, opts.settings, endpoints);
-  if (endpoints.length === 0) return pass.report;
+export async function deliverPending(ctx: ServiceContext, opts: DispatchOptions): Promise<DeliveryReport> {
+  const pass = new Pass(ctx, opts.settings, await activeEndpoints(ctx));
+  if (pass.endpoints.length === 0) return pass.report;
   const owner = opts.owner ?? defaultOwner();
   const epoch = await readEpoch(ctx.items);
   const maxRecords = opts.recordsPerClaim ?? DEFAULT_RECORDS_PER_CLAIM;
+  const swept = new Set(pass.endpoints.map((ep) => ep.endpoint_id));
   for (let claims = 0; opts.maxClaims === undefined || claims < opts.maxClaims; claims++) {
     const batch = await opts.queue.claim(epoch, owner, ctx.clock.now(), { maxRecords, leaseMs: leaseMs(opts.settings) });
     if (batch.length === 0) break;
     pass.report.claimed += batch.length;
+    pass.endpoints = await activeEndpoints(ctx);
+    for (const ep of pass.endpoints) swept.add(ep.endpoint_id);
     await deliverClaim(ctx, pass, batch, { queue: opts.queue, settings: opts.settings, owner }, epoch);
   }
   const before = new Date(ctx.clock.now().getTime() - opts.settings.logRetentionMs).toISOString();
-  for (const ep of endpoints) await pruneAttempts(ctx, ep.endpoint_id, before);
+  for (const id of swept) await pruneAttempts(ctx, id, before);
   return pass.report;
 }

@@ -8,7 +8,6 @@ import type { ServiceContext } from '../system/context.ts';
 import { TelemetryQueue } from '../telemetry/queue.ts';
 import type { WebhookSettings } from './config.ts';
 import { type DeliveryReport, defaultOwner, deliverPending } from './dispatcher.ts';
-import { activeEndpoints } from './endpoints.ts';
 
 export interface WebhookLoopEvents {
   /** A pass that did something (claimed a record or disabled an endpoint). */
@@ -34,7 +33,7 @@ export function startWebhookLoop(ctx: ServiceContext, settings: WebhookSettings,
   let inFlight: Promise<void> = Promise.resolve();
   const pass = async () => {
     try {
-      const report = await deliverPending(ctx, await activeEndpoints(ctx), { queue, settings, owner });
+      const report = await deliverPending(ctx, { queue, settings, owner });
       if (report.claimed > 0 || report.disabled.length > 0) events.onPass?.(report);
     } catch (e) {
       events.onError?.(e);

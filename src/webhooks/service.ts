@@ -9,7 +9,7 @@ import type { ServiceContext } from '../system/context.ts';
 import type { WebhookSettings } from './config.ts';
 import { type DeliveryAttempt, deleteDeliveryLog, readAttempts } from './delivery-log.ts';
 import { type DeliveryReport, deliverPending } from './dispatcher.ts';
-import { activeEndpoints, getEndpoint, listEndpoints, removeEndpoint, type WebhookEndpoint } from './endpoints.ts';
+import { getEndpoint, listEndpoints, removeEndpoint, type WebhookEndpoint } from './endpoints.ts';
 import { dispatcherQueue } from './loop.ts';
 
 export type { DeliveryAttempt } from './delivery-log.ts';
@@ -51,5 +51,5 @@ export async function deliverNow(
   settings: WebhookSettings,
   opts: { maxClaims?: number } = {},
 ): Promise<DeliveryReport> {
-  return deliverPending(ctx, await activeEndpoints(ctx), { queue: dispatcherQueue(ctx), settings, ...opts });
+  return deliverPending(ctx, { queue: dispatcherQueue(ctx), settings, ...opts });
 }
