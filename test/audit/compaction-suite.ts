@@ -301,7 +301,8 @@ export function compactionSuite(h: CompactionHarness): void {
     it('nothing in compaction or telemetry deletes audit history, segments, logs or backups on a timer', () => {
       const root = path.resolve(import.meta.dirname, '../../src');
       for (const dir of ['audit', 'telemetry']) {
-        for (const f of fs.readdirSync(path.join(root, dir))) {
+        // Subfolders too (audit/tlog/): every source file below the folder, not the folders themselves.
+        for (const f of fs.readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' }).filter((n) => n.endsWith('.ts'))) {
           const text = fs.readFileSync(path.join(root, dir, f), 'utf8');
           assert.doesNotMatch(text, /setInterval|setTimeout|\.unref\(/, `${dir}/${f} has no timers`);
         }
