@@ -32,6 +32,7 @@ export const ROUTES = {
   metrics: route('GET', '/metrics', 'public'),
   openapi: route('GET', '/openapi.json', 'public'),
   docs: route('GET', '/docs', 'public'),
+  keys: route('GET', '/v1/keys', 'public'),
 
   whoami: route('GET', '/v1/whoami', 'read'),
   listArtifacts: route('GET', '/v1/artifacts', 'read'),
@@ -47,6 +48,7 @@ export const ROUTES = {
   transition: route('POST', '/v1/artifacts/:id/versions/:v/transitions', 'propose'),
   decide: route('POST', '/v1/artifacts/:id/versions/:v/approvals', 'decide'),
   listApprovals: route('GET', '/v1/artifacts/:id/approvals', 'read'),
+  listAttestations: route('GET', '/v1/artifacts/:id/versions/:v/attestations', 'read'),
   startExecution: route('POST', '/v1/artifacts/:id/versions/:v/executions', 'startExecution'),
   listExecutions: route('GET', '/v1/artifacts/:id/executions', 'read'),
   compensate: route('POST', '/v1/artifacts/:id/versions/:v/compensations', 'compensate'),

@@ -21,6 +21,7 @@ import {
   ArchiveResult,
   ArtifactPage,
   ArtifactWithVersions,
+  AttestationList,
   CompensationQuery,
   CompensationResult,
   CreateHeaders,
@@ -37,6 +38,7 @@ import {
   IdParams,
   JsonCreateBody,
   JsonVersionBody,
+  KeyList,
   ListQuery,
   OutputParams,
   OutputRecord,
@@ -85,6 +87,7 @@ export const CONTRACT = {
   metrics: { schema: {}, produces: 'text/plain; version=0.0.4; charset=utf-8' },
   openapi: { schema: {}, produces: 'application/json' },
   docs: { schema: {}, produces: 'text/html; charset=utf-8' },
+  keys: { schema: { response: { 200: KeyList } } },
 
   whoami: { schema: { response: { 200: WhoAmI } } },
   listArtifacts: { schema: { querystring: ListQuery, response: { 200: ArtifactPage } } },
@@ -108,6 +111,7 @@ export const CONTRACT = {
   transition: { schema: { params: VersionParams, body: TransitionBody, response: { 200: VersionSchema } } },
   decide: { schema: { params: VersionParams, body: DecisionBody, response: { 201: DecisionResult } } },
   listApprovals: { schema: { params: IdParams, response: { 200: ApprovalList } } },
+  listAttestations: { schema: { params: VersionParams, response: { 200: AttestationList } } },
   startExecution: { schema: { params: VersionParams, response: { 201: ExecutionResult } } },
   listExecutions: { schema: { params: IdParams, response: { 200: ExecutionList } } },
   compensate: {

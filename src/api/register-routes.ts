@@ -9,6 +9,7 @@ import type { AnyRouteDef, Api } from './define.ts';
 import { renderDocsPage, swaggerOptions } from './openapi.ts';
 import { aliasAndSearchRoutes } from './routes/aliases.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
+import { attestationRoutes } from './routes/attestations.ts';
 import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { queryRoutes } from './routes/queries.ts';
@@ -55,6 +56,7 @@ export async function registerRoutes(app: FastifyInstance, api: Api, rawRoutes: 
     ...artifactRoutes(api),
     ...lifecycleRoutes(api),
     ...aliasAndSearchRoutes(api),
+    ...attestationRoutes(api),
     ...queryRoutes(api),
     ...statusRoutes(api),
   ];

@@ -116,7 +116,14 @@ export const CompensationQuery = Type.Object(
   closed,
 );
 export const ProvenanceQuery = Type.Object(
-  { format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('in-toto')], { default: 'json' })) },
+  {
+    format: Type.Optional(
+      Type.Union([Type.Literal('json'), Type.Literal('in-toto'), Type.Literal('dsse')], {
+        default: 'json',
+        description: 'json: the steps; in-toto: the SLSA statement; dsse: that statement in a DSSE envelope signed by the installation key',
+      }),
+    ),
+  },
   closed,
 );
 export const DateQuery = Type.Object(
@@ -481,9 +488,58 @@ export const InTotoStatement = Type.Object(
   },
   { ...closed, description: 'an in-toto Statement v1 with an SLSA Provenance v1 predicate' },
 );
-export const ProvenanceResult = Type.Union([ProvenanceChain, InTotoStatement], {
-  description: '{artifact_id, steps} or, with format=in-toto, an in-toto Statement v1 (SLSA Provenance v1)',
+const Base64 = Type.String({ pattern: '^[A-Za-z0-9+/_-]*={0,2}$', description: 'base64' });
+export const DsseEnvelope = Type.Object(
+  {
+    payload: Base64,
+    payloadType: Type.Literal('application/vnd.in-toto+json'),
+    signatures: Type.Array(
+      Type.Object(
+        {
+          keyid: Type.String({ description: 'a hint: the fingerprint of the signing key (GET /v1/keys)' }),
+          sig: Type.String({ description: 'base64 Ed25519 signature of PAE(payloadType, payload)' }),
+        },
+        closed,
+      ),
+      { minItems: 1 },
+    ),
+  },
+  { ...closed, description: 'a DSSE v1 envelope whose payload is an in-toto Statement v1, signed by the installation key' },
+);
+export const ProvenanceResult = Type.Union([ProvenanceChain, InTotoStatement, DsseEnvelope], {
+  description:
+    '{artifact_id, steps}; with format=in-toto an in-toto Statement v1 (SLSA Provenance v1); with format=dsse that statement in a signed DSSE envelope',
 });
+export const PublicKey = Type.Object(
+  {
+    name: Type.String({ description: 'the key name and log origin, alp.local/{installation id}' }),
+    algorithm: Type.Literal('ed25519'),
+    verifier_key: Type.String({ description: 'C2SP signed-note verifier key: name+hash+base64(0x01 || key)' }),
+    public_key: Type.String({ description: 'the raw 32-byte Ed25519 public key, base64' }),
+    fingerprint: Type.String({ pattern: DIGEST, description: 'sha256 of the raw public key; the keyid of the envelopes it signs' }),
+  },
+  { ...closed, description: 'a public key of the installation' },
+);
+export const KeyList = Type.Object({ keys: Type.Array(PublicKey) }, closed);
+export const AttestationList = Type.Object(
+  {
+    artifact_id: ArtifactId,
+    version: VersionNumber,
+    attestations: Type.Array(
+      Type.Object(
+        {
+          seq: Type.Integer({ minimum: 1, description: 'the decision’s audit entry in the artifact’s chain' }),
+          decision: Type.Union([Type.Literal('APPROVE'), Type.Literal('REJECT')]),
+          actor: PrincipalSchema,
+          timestamp: Timestamp,
+          envelope: DsseEnvelope,
+        },
+        closed,
+      ),
+    ),
+  },
+  { ...closed, description: 'every decision on the version, oldest first, each as a signed in-toto statement' },
+);
 export const ArchiveResult = Type.Object({ archived: Type.Array(ArchivedObjectSchema) }, closed);
 const Finding = Type.Object({}, { ...open, description: 'what did not verify, and why' });
 export const Verification = Type.Object(

@@ -7,12 +7,14 @@
  */
 import { readHead } from '../audit/chain.ts';
 import { entryView, history } from '../audit/history.ts';
+import { installationKeys } from '../audit/installation-keys.ts';
 import type * as T from '../client/types.ts';
 import { NotFound } from '../core/errors.ts';
 import { listAliases, removeAlias, setAlias } from '../lifecycle/aliases.ts';
 import { decide } from '../lifecycle/approvals.ts';
 import { archiveArtifact } from '../lifecycle/archive.ts';
 import { headView, listArtifacts, openVersionContent, parseState, resolveVersion, showArtifact } from '../lifecycle/artifacts.ts';
+import { decisionAttestations, signedProvenance } from '../lifecycle/attestations.ts';
 import { compensate } from '../lifecycle/compensation.ts';
 import { executionView, finishExecution, readExecution, startExecution, uploadOutput } from '../lifecycle/executions.ts';
 import { addVersionOnce, createArtifactOnce } from '../lifecycle/idempotency.ts';
@@ -134,6 +136,9 @@ export function localBackend(rt: Runtime): Backend {
     addProvenance: async (id, step) => view(provenanceStepView(await addProvenance(ctx, actor, id, step))),
     provenance: async (id) => view({ artifact_id: id, steps: await provenanceOf(ctx, id) }),
     inToto: async (id) => view(await inTotoStatement(ctx, id)),
+    signedProvenance: async (id) => view(await signedProvenance(ctx, id)),
+    attestations: async (id, n) => view({ artifact_id: id, version: n, attestations: await decisionAttestations(ctx, id, n) }),
+    keys: async () => view(await installationKeys(ctx)),
     query: async (kind, key, page) => view(await queryIndex(ctx, kind, key, page)),
     listAliases: async (id) => view({ artifact_id: id, aliases: await listAliases(ctx, id) }),
     setAlias: async (id, name, version, reason) => view(await setAlias(ctx, actor, id, name, version, reason)),

@@ -137,6 +137,9 @@ export function remoteBackend(target: RemoteTarget): Backend {
     addProvenance: (id, step) => alp.addProvenance(id, step),
     provenance: (id) => alp.getProvenance(id),
     inToto: (id) => alp.getProvenanceInToto(id),
+    signedProvenance: (id) => alp.getProvenanceEnvelope(id),
+    attestations: (id, n) => alp.listAttestations(id, n),
+    keys: () => alp.keys(),
     query(kind, key, p) {
       switch (kind) {
         case 'transitions':

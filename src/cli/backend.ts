@@ -95,6 +95,12 @@ export interface Backend extends TargetLookup {
   addProvenance(id: string, step: T.ProvenanceBody): Promise<T.ProvenanceStep>;
   provenance(id: string): Promise<T.ProvenanceChain>;
   inToto(id: string): Promise<T.InTotoStatement>;
+  /** The SLSA statement in a DSSE envelope signed by the installation key. */
+  signedProvenance(id: string): Promise<T.DsseEnvelope>;
+  /** Every decision on a version, each a signed in-toto statement (DSSE). */
+  attestations(id: string, version: number): Promise<T.AttestationList>;
+  /** The installation's public signing key. */
+  keys(): Promise<T.KeyList>;
   query(kind: IndexQuery, key: string, page: PageInput): Promise<T.QueryPage>;
 
   listAliases(id: string): Promise<T.AliasList>;

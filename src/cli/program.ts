@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { registerAdminCommands } from './commands/admin.ts';
 import { registerAliasCommands } from './commands/aliases.ts';
 import { registerArtifactCommands } from './commands/artifact.ts';
+import { registerAttestationCommands } from './commands/attest.ts';
 import { registerAuditCommands } from './commands/audit.ts';
 import { registerNativeBackupCommands } from './commands/backup-native.ts';
 import { registerExecCommands } from './commands/exec.ts';
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   const artifact = registerArtifactCommands(program);
   registerLifecycleCommands(program, artifact);
   registerAliasCommands(program);
+  registerAttestationCommands(program, artifact);
   registerExecCommands(program);
   registerAuditCommands(program);
   registerServeCommands(program);

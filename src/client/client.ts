@@ -96,6 +96,11 @@ export class AlpClient {
     return (await this.http.send({ route: 'docs' })).res.text();
   }
 
+  /** The installation's public signing key (public route): pin it to verify attestations and checkpoints. */
+  keys(): Promise<T.KeyList> {
+    return this.http.json({ route: 'keys' });
+  }
+
   whoami(): Promise<T.WhoAmI> {
     return this.http.json({ route: 'whoami' });
   }
@@ -209,6 +214,16 @@ export class AlpClient {
 
   getProvenanceInToto(id: string): Promise<T.InTotoStatement> {
     return this.http.json({ route: 'getProvenance', params: { id }, query: { format: 'in-toto' } });
+  }
+
+  /** The SLSA provenance statement in a DSSE envelope signed by the installation key (verify with `keys()`). */
+  getProvenanceEnvelope(id: string): Promise<T.DsseEnvelope> {
+    return this.http.json({ route: 'getProvenance', params: { id }, query: { format: 'dsse' } });
+  }
+
+  /** Every approval and rejection of a version, each as a signed in-toto statement (DSSE). */
+  listAttestations(id: string, v: T.VersionRef): Promise<T.AttestationList> {
+    return this.http.json({ route: 'listAttestations', params: { id, v } });
   }
 
   addProvenance(id: string, body: T.ProvenanceBody): Promise<T.ProvenanceStep> {

@@ -2,7 +2,8 @@
  * Provenance: ordered, hash-chained steps (PROV#{step}, GSI1 PROV#{date}) — who did what, with which
  * inputs and outputs (by digest), using which tool or model. `provenance/{id}.json` is derived from
  * the items after every append and its digest recorded on the HEAD, so it can always be rebuilt and
- * verified. Exportable as an in-toto Statement v1 with an SLSA Provenance v1 predicate.
+ * verified. Exportable as an in-toto Statement v1 with an SLSA Provenance v1 predicate, signed as a DSSE
+ * envelope by lifecycle/attestations.ts.
  *
  * The committed steps are the truth. Writing the document and recording its digest are two steps
  * after the commit, so a crash (or a slower concurrent writer) can leave a document that does not
@@ -22,9 +23,11 @@ import { provenanceKey } from '../core/object-keys.ts';
 import { cond, type Item, queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, isFenced } from '../system/fence.ts';
+import { readInstallation } from '../system/installation.ts';
 import { assertActor } from './access.ts';
 import { allHeads } from './artifacts.ts';
-import type { HeadItem, Principal } from './model.ts';
+import { ALP_STEPS_BUILD_TYPE, alpBuilderId, digestUri, IN_TOTO_STATEMENT_V1, SLSA_PROVENANCE_V1 } from './attestation-types.ts';
+import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { validateText } from './validation.ts';
 import { listVersions } from './versions.ts';
 
@@ -245,55 +248,88 @@ export async function publishProvenanceDocument(ctx: ServiceContext, artifactId:
   }
 }
 
-/** An in-toto Statement v1 with an SLSA Provenance v1 predicate; subjects are the artifact's versions. */
+/**
+ * An in-toto Statement v1 with an SLSA Provenance v1 predicate. The subjects are what the steps
+ * produced (every output digest, once, in the order first recorded), named after the version of this
+ * artifact that holds those bytes when one does; the inputs are the resolved dependencies. An artifact
+ * without steps, or whose steps produced nothing, has no statement (NOT_FOUND): a statement needs a
+ * subject, and versions nobody recorded a step for were not built by anything ALP can vouch for.
+ */
 export async function inTotoStatement(ctx: ServiceContext, artifactId: string): Promise<Record<string, unknown>> {
   const head = await readHead(ctx, artifactId);
-  const versions = await listVersions(ctx.items, artifactId);
   const steps = await listProvenance(ctx, artifactId);
-  const dependencies = new Map<string, Record<string, unknown>>();
-  const byproducts = new Map<string, Record<string, unknown>>();
-  for (const s of steps) {
-    for (const d of s.inputs as string[]) dependencies.set(d, { uri: `urn:alp:digest:${d}`, digest: { sha256: digestHex(d as never) } });
-    for (const d of s.outputs as string[]) byproducts.set(d, { uri: `urn:alp:digest:${d}`, digest: { sha256: digestHex(d as never) } });
-  }
-  const first = steps[0];
-  const last = steps[steps.length - 1];
+  if (steps.length === 0)
+    throw new NotFound(`artifact ${artifactId} has no provenance steps: there is no SLSA provenance statement`, {
+      reason: 'NO_PROVENANCE',
+    });
+  const outputs = firstSeen(steps, 'outputs');
+  if (outputs.size === 0)
+    throw new NotFound(`no provenance step of artifact ${artifactId} recorded an output: an SLSA provenance statement needs a subject`, {
+      reason: 'NO_PROVENANCE_OUTPUTS',
+    });
+  const installation = await readInstallation(ctx);
+  if (!installation) throw new NotFound('no installation record: run `alp init`');
+  const versionOf = versionsByDigest(await listVersions(ctx.items, artifactId));
+  const first = steps[0] as Item;
+  const last = steps[steps.length - 1] as Item;
   return {
-    _type: 'https://in-toto.io/Statement/v1',
-    subject: versions.map((v) => ({
-      name: `${head.name}@v${v.version}/${v.filename}`,
-      digest: { sha256: digestHex(v.content_hash) },
-      annotations: { artifact_id: artifactId, version: v.version, state: v.state },
-    })),
-    predicateType: 'https://slsa.dev/provenance/v1',
+    _type: IN_TOTO_STATEMENT_V1,
+    subject: [...outputs].map(([d, producedBy]) => {
+      const v = versionOf.get(d);
+      return {
+        name: v ? `${head.name}@v${v.version}/${v.filename}` : digestUri(d),
+        digest: { sha256: digestHex(d as Digest) },
+        annotations: { artifact_id: artifactId, ...(v ? { version: v.version } : {}), steps: producedBy },
+      };
+    }),
+    predicateType: SLSA_PROVENANCE_V1,
     predicate: {
       buildDefinition: {
-        buildType: 'https://alp.dev/provenance/steps/v1',
+        buildType: ALP_STEPS_BUILD_TYPE,
         externalParameters: { artifact_id: artifactId, name: head.name, kind: head.kind },
-        internalParameters: {
-          steps: steps.map((s) => ({
-            step: s.step,
-            action: s.action,
-            actor: s.actor,
-            recorded_by: s.recorded_by,
-            actor_claimed: actorClaimed(s),
-            tool: s.tool,
-            model: s.model,
-            timestamp: s.timestamp,
-            hash: s.hash,
-          })),
-        },
-        resolvedDependencies: [...dependencies.values()],
+        internalParameters: { steps: steps.map(statementStep) },
+        resolvedDependencies: [...firstSeen(steps, 'inputs').keys()].map((d) => ({
+          uri: digestUri(d),
+          digest: { sha256: digestHex(d as Digest) },
+        })),
       },
       runDetails: {
-        builder: { id: 'https://alp.dev/builder/alp' },
-        metadata: {
-          invocationId: `${artifactId}#${steps.length}`,
-          ...(first ? { startedOn: first.timestamp } : {}),
-          ...(last ? { finishedOn: last.timestamp } : {}),
-        },
-        byproducts: [...byproducts.values()],
+        builder: { id: alpBuilderId(installation.installation_id) },
+        metadata: { invocationId: `${artifactId}#${steps.length}`, startedOn: first.timestamp, finishedOn: last.timestamp },
       },
     },
+  };
+}
+
+/** Every digest of the steps' `field`, once, in the order first recorded, with the steps that recorded it. */
+function firstSeen(steps: Item[], field: 'inputs' | 'outputs'): Map<string, number[]> {
+  const seen = new Map<string, number[]>();
+  for (const s of steps)
+    for (const d of s[field] as string[]) {
+      const list = seen.get(d) ?? [];
+      if (!list.includes(s.step as number)) list.push(s.step as number);
+      seen.set(d, list);
+    }
+  return seen;
+}
+
+/** The earliest version holding each content digest. */
+function versionsByDigest(versions: VersionItem[]): Map<string, VersionItem> {
+  const out = new Map<string, VersionItem>();
+  for (const v of versions) if (!out.has(v.content_hash)) out.set(v.content_hash, v);
+  return out;
+}
+
+function statementStep(s: Item): Record<string, unknown> {
+  return {
+    step: s.step,
+    action: s.action,
+    actor: s.actor,
+    recorded_by: s.recorded_by,
+    actor_claimed: actorClaimed(s),
+    tool: s.tool,
+    model: s.model,
+    timestamp: s.timestamp,
+    hash: s.hash,
   };
 }

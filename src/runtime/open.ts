@@ -13,9 +13,11 @@ import { NotFound, UsageError } from '../core/errors.ts';
 import { openItemStore } from '../store/open.ts';
 import { type Tightened, tightenInstallation } from '../store/sqlite/file-modes.ts';
 import { readLayout } from '../system/installation.ts';
+import type { SignerFactory } from '../system/installation-key.ts';
 import { defaultLayout, type Layout } from '../system/layout.ts';
 import { checkSchema } from '../system/schema.ts';
 import { createContext, type ServiceContext } from './context.ts';
+import { installationKeySource } from './signing.ts';
 import { attachAuditSinks } from './sinks.ts';
 
 export interface OpenInstallation {
@@ -55,10 +57,18 @@ export interface OpenOptions {
    * installation at …" and creates nothing.
    */
   ifMissing?: 'create' | 'refuse';
+  /**
+   * The installation key, supplied by the host (a KMS or HSM behind the Signer interface), given the
+   * key name `alp.local/<installation id>`. Default: ALP_SIGNING_KEY, else the embedded key file
+   * (runtime/signing.ts).
+   */
+  signer?: SignerFactory;
 }
 
 export async function openInstallation(config: StorageConfig, clock: Clock, opts: OpenOptions = {}): Promise<OpenInstallation> {
   const refuse = opts.ifMissing === 'refuse';
+  // Chosen (and ALP_SIGNING_KEY checked) before anything is opened; the key itself is opened on first use.
+  const signingKey = installationKeySource(config, process.env, opts.signer);
   // Checked before opening: opening a SQLite file that is not there creates it.
   if (refuse && sqliteFileMissing(config)) throw noInstallation(config);
   const items = await openItemStore(config.metadata).catch((e: unknown) => {
@@ -80,7 +90,7 @@ export async function openInstallation(config: StorageConfig, clock: Clock, opts
     throw refuse && tableMissing(e) ? noInstallation(config) : e;
   });
   const layout = await layoutToOpen(items, config);
-  const ctx = createContext({ items, content, clock, layout });
+  const ctx = createContext({ items, content, clock, layout, ...(signingKey ? { signingKey } : {}) });
   await attachAuditSinks(ctx);
   return {
     ctx,

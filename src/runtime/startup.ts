@@ -2,10 +2,12 @@
  * The startup sequence `alp init`, `alp serve` and `alp start` share, in its one order: prepare the
  * metadata store, check its schema version, make an embedded installation private again, create or
  * open the installation, open the telemetry outbox, record the audit counter baseline, remove
- * interrupted uploads, settle interrupted backups, repair derived provenance documents. Also the
+ * interrupted uploads, settle interrupted backups, repair derived provenance documents, open (or
+ * create) the installation key. Also the
  * bootstrap tokens a new installation starts with. Entry points call this and render the result.
  */
 import { establishAuditBaseline } from '../audit/counter.ts';
+import { installationKeys, type PublicKeyView } from '../audit/installation-keys.ts';
 import { describeContent, describeMetadata, type StorageConfig } from '../core/config.ts';
 import { createToken, localOperator } from '../lifecycle/principals.ts';
 import { repairProvenanceDocuments } from '../lifecycle/provenance.ts';
@@ -51,6 +53,8 @@ export async function startInstallation(ctx: ServiceContext, config: StorageConf
   const backups = await settleInterruptedBackups(ctx);
   // Derived provenance documents a dead writer left behind its committed steps.
   const provenanceRepaired = await repairProvenanceDocuments(ctx);
+  // The installation key exists from here on (generated on an embedded installation's first start).
+  const signingKey = await openSigningKey(ctx);
   return {
     ...installation,
     created,
@@ -61,7 +65,19 @@ export async function startInstallation(ctx: ServiceContext, config: StorageConf
     interrupted_backups: { completed: backups.completed, failed: backups.failed },
     provenance_documents_repaired: provenanceRepaired,
     telemetry_limits: telemetry,
+    signing_key: signingKey,
   };
+}
+
+/**
+ * Opens (an embedded installation: creates) the installation key and returns its public view; null
+ * when none is configured (the distributed profile without ALP_SIGNING_KEY: signing fails where it is
+ * needed). A configured key that cannot be used (missing, open to other users) fails the start.
+ */
+async function openSigningKey(ctx: ServiceContext): Promise<(PublicKeyView & { source: string }) | null> {
+  if (!ctx.signingKey) return null;
+  const [key] = (await installationKeys(ctx)).keys;
+  return key ? { ...key, source: ctx.signingKey.describe } : null;
 }
 
 export type StartupStatus = Awaited<ReturnType<typeof startInstallation>>;

@@ -9,6 +9,7 @@ import type { ContentStore } from '../content/content-store.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Item, ItemStore, TransactOp } from '../store/item-store.ts';
 import type { MaintenanceHandle } from './fence.ts';
+import type { InstallationKeySource } from './key-source.ts';
 import type { Layout } from './layout.ts';
 import { UNSHARDED } from './layout.ts';
 
@@ -36,6 +37,11 @@ export interface ServiceContext {
   instance?: ProcessInstance;
   /** The installation's write layout (system/layout.ts): shard counts, fixed at creation. */
   layout: Layout;
+  /**
+   * Where the installation's signing key comes from (system/installation-key.ts; chosen by runtime/):
+   * absent when none is configured, and then only what must sign fails.
+   */
+  signingKey?: InstallationKeySource;
 }
 
 export interface AuditEvent {

@@ -88,6 +88,8 @@ describe('HTTP API: authorization matrix (every route × every principal kind)',
       opts: { json: { decision: 'APPROVE', evidence_ref: 'CR-1' } },
     }),
     listApprovals: async () => ({ path: `/v1/artifacts/${await artifact('PROPOSED')}/approvals` }),
+    listAttestations: async () => ({ path: `/v1/artifacts/${await artifact('APPROVED')}/versions/1/attestations` }),
+    keys: async () => ({ path: '/v1/keys' }),
     startExecution: async () => ({ path: `/v1/artifacts/${await artifact('APPROVED')}/versions/1/executions` }),
     listExecutions: async () => ({ path: `/v1/artifacts/${await artifact()}/executions` }),
     compensate: async () => ({

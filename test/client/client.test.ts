@@ -121,6 +121,14 @@ describe('alp/client against a real server', () => {
     assert.equal(step.step, 1);
     assert.equal((await agent.getProvenance(id)).steps.length, 1);
     assert.equal((await agent.getProvenanceInToto(id))._type, 'https://in-toto.io/Statement/v1');
+    // Signed attestations (issue 20 item 3): the key is public; the envelopes carry its fingerprint as keyid.
+    const [key] = (await new AlpClient({ url: h.url, fetch: recording }).keys()).keys;
+    assert.equal((await agent.getProvenanceEnvelope(id)).signatures[0]?.keyid, key?.fingerprint);
+    const attested = await service.listAttestations(id, 2);
+    assert.deepEqual(
+      attested.attestations.map((a) => [a.decision, a.actor.id, a.envelope.signatures[0]?.keyid]),
+      [['APPROVE', 'alice', key?.fingerprint]],
+    );
 
     // aliases (issue 20 item 6): humans move them; @prod is taken wherever a version is
     const aliased = await human.setAlias(id, 'prod', 2, 'release');

@@ -104,6 +104,15 @@ describe('the response schemas, checked by ajv against real answers', () => {
     provenanceChain = (await check('getProvenance', 200, `/v1/artifacts/${id}/provenance`, agent)).json;
     const inToto = await check('getProvenance', 200, `/v1/artifacts/${id}/provenance?format=in-toto`, agent);
     assert.equal(inToto.json._type, 'https://in-toto.io/Statement/v1');
+    // Signed attestations (issue 20 item 3): the envelopes and the public key that verifies them.
+    const envelope = await check('getProvenance', 200, `/v1/artifacts/${id}/provenance?format=dsse`, agent);
+    assert.equal(envelope.json.payloadType, 'application/vnd.in-toto+json');
+    const attested = await check('listAttestations', 200, `/v1/artifacts/${id}/versions/2/attestations`, agent);
+    assert.deepEqual(
+      attested.json.attestations.map((a: { decision: string }) => a.decision),
+      ['APPROVE'],
+    );
+    await check('keys', 200, '/v1/keys');
     // Aliases (issue 20 item 6) are set on the EXECUTED version; it then moves on (COMPENSATING).
     await check('setAlias', 200, `/v1/artifacts/${id}/aliases/prod`, { ...human, json: { version: 2, reason: 'release' } });
     await check('setAlias', 200, `/v1/artifacts/${id}/aliases/staging`, { ...human, json: { version: '@prod' } });

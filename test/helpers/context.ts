@@ -2,6 +2,7 @@ import path from 'node:path';
 import { FsContentStore } from '../../src/content/fs/fs-content-store.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
+import { installationKeySource } from '../../src/runtime/signing.ts';
 import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import type { Layout } from '../../src/system/layout.ts';
 import { tempDir } from './tmp.ts';
@@ -22,6 +23,17 @@ export async function embeddedContext(start = '2026-03-01T12:00:00.000Z', opts: 
   const items = new SqliteItemStore(dbPath);
   const content = await FsContentStore.open(contentRoot);
   const clock = new ManualClock(start);
-  const ctx = createContext({ items, content, clock, ...(opts.layout ? { layout: opts.layout } : {}) });
+  // The embedded key file as the CLI would use it (DIR/keys/…, created on first signature), whatever ALP_SIGNING_KEY says.
+  const signingKey = installationKeySource(
+    { metadata: { engine: 'sqlite', path: dbPath }, content: { engine: 'fs', root: contentRoot } },
+    {},
+  );
+  const ctx = createContext({
+    items,
+    content,
+    clock,
+    ...(signingKey ? { signingKey } : {}),
+    ...(opts.layout ? { layout: opts.layout } : {}),
+  });
   return Object.assign(ctx, { clock, dir, dbPath, contentRoot, items });
 }

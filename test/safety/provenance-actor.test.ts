@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildServer } from '../../src/api/server.ts';
 import { readHead } from '../../src/audit/chain.ts';
+import { sha256 } from '../../src/core/digest.ts';
 import { provenanceKey } from '../../src/core/object-keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { createToken } from '../../src/lifecycle/principals.ts';
@@ -37,7 +38,8 @@ describe('issue 14 item 8: provenance actors are self-asserted', () => {
         return res.json() as Record<string, unknown>;
       };
       const added = await call('POST', `/v1/artifacts/${id}/provenance`, { action: 'deploy', actor: 'os:ops-lead' });
-      await call('POST', `/v1/artifacts/${id}/provenance`, { action: 'lint' });
+      // The second step produced something: the in-toto export below has a subject (issue 20 item 3).
+      await call('POST', `/v1/artifacts/${id}/provenance`, { action: 'lint', outputs: [sha256('lint report')] });
       const recorder = { id: agent.id, kind: 'agent' };
       assert.deepEqual([added.actor, added.recorded_by, added.actor_claimed], ['os:ops-lead', recorder, true]);
 

@@ -10,6 +10,7 @@ import { resolveVersionRef } from '../../lifecycle/aliases.ts';
 import { decide } from '../../lifecycle/approvals.ts';
 import { archiveArtifact } from '../../lifecycle/archive.ts';
 import { headView, parseState } from '../../lifecycle/artifacts.ts';
+import { signedProvenance } from '../../lifecycle/attestations.ts';
 import { compensate } from '../../lifecycle/compensation.ts';
 import { executionView, finishExecution, readExecution, startExecution, uploadOutput } from '../../lifecycle/executions.ts';
 import { addProvenance, inTotoStatement, provenanceStepView } from '../../lifecycle/provenance.ts';
@@ -206,13 +207,17 @@ function compensationProvenanceArchiveRoutes(api: Api): AnyRouteDef[] {
     }),
     defineRoute({
       id: 'getProvenance',
-      summary: 'The provenance chain, or (format=in-toto) an in-toto Statement v1 with an SLSA Provenance v1 predicate',
+      summary:
+        'The provenance chain, or (format=in-toto) an in-toto Statement v1 with an SLSA Provenance v1 predicate, or (format=dsse) that statement signed',
+      description:
+        'The statement’s subjects are what the steps produced (their output digests); an artifact without steps, or whose steps produced nothing, has none (404). format=dsse: a DSSE envelope signed by the installation key (GET /v1/keys).',
       tags: ['provenance'],
       schema: CONTRACT.getProvenance.schema,
-      handler: async (req) =>
-        req.query.format === 'in-toto'
-          ? inTotoStatement(ctx, req.params.id)
-          : { artifact_id: req.params.id, steps: await provenanceOf(ctx, req.params.id) },
+      handler: async (req) => {
+        if (req.query.format === 'in-toto') return inTotoStatement(ctx, req.params.id);
+        if (req.query.format === 'dsse') return signedProvenance(ctx, req.params.id);
+        return { artifact_id: req.params.id, steps: await provenanceOf(ctx, req.params.id) };
+      },
     }),
     defineRoute({
       id: 'addProvenance',

@@ -30,6 +30,7 @@ export function registerAdminCommands(program: Command): void {
           `${status.created ? 'created' : 'opened'} installation ${status.installation_id}`,
           `  metadata: ${status.metadata}`,
           `  content:  ${status.content}`,
+          `  key:      ${status.signing_key ? `${status.signing_key.verifier_key} (${status.signing_key.source})` : 'none configured (set ALP_SIGNING_KEY=FILE to sign attestations)'}`,
         ]);
       }),
     );

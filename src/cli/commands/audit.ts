@@ -148,8 +148,8 @@ function registerProvenanceCommands(program: Command): void {
     );
   prov
     .command('show <id>')
-    .description('the provenance chain, or an in-toto Statement (SLSA Provenance v1)')
-    .option('--format <format>', 'json | in-toto', 'json')
+    .description('the provenance chain, an in-toto Statement (SLSA Provenance v1), or that statement signed (DSSE)')
+    .option('--format <format>', 'json | in-toto | dsse', 'json')
     .action(async (ref: string, o, cmd: Command) =>
       withBackend(cmd, async (b, opts) => {
         const id = await resolveArtifactRef(b, ref);
@@ -157,7 +157,11 @@ function registerProvenanceCommands(program: Command): void {
           process.stdout.write(`${JSON.stringify(await b.inToto(id), null, 2)}\n`);
           return;
         }
-        if (o.format !== 'json') throw new UsageError('--format is json or in-toto');
+        if (o.format === 'dsse') {
+          process.stdout.write(`${JSON.stringify(await b.signedProvenance(id))}\n`);
+          return;
+        }
+        if (o.format !== 'json') throw new UsageError('--format is json, in-toto or dsse');
         const chain = await b.provenance(id);
         output(opts, chain, () =>
           chain.steps.map((s) => `${String(s.step).padStart(4)}  ${String(s.timestamp)}  ${stepWho(s)}  ${String(s.action)}`),
