@@ -163,10 +163,27 @@ describe('remote CLI: the README walk-through over HTTP (issue 19 A3)', () => {
     assert.equal(((await rjson(['artifact', 'show', id])).versions as Json[])[1]?.state, 'COMPENSATED');
 
     // alp provenance add | show, history, query, verify — the same documents as the local CLI
-    const step = await rjson(['provenance', 'add', 'deploy', '--action', 'generate', '--model', 'model-x', '--input', digest]);
+    // The step produced v1's bytes: the in-toto statement's subject (an artifact whose steps produced nothing has none).
+    const step = await rjson([
+      'provenance',
+      'add',
+      'deploy',
+      '--action',
+      'generate',
+      '--model',
+      'model-x',
+      '--input',
+      sha256('prompt'),
+      '--output',
+      digest,
+    ]);
     assert.deepEqual([step.step, step.action, step.actor_claimed], [1, 'generate', false]);
     await same(['provenance', 'show', 'deploy']);
     await same(['provenance', 'show', 'deploy', '--format', 'in-toto']);
+    // Signed (issue 20 item 3): the same envelope over HTTP as locally, byte for byte.
+    await same(['provenance', 'show', 'deploy', '--format', 'dsse']);
+    await same(['keys', 'show']);
+    await same(['artifact', 'attest', 'deploy', '--version', '1']);
     const archived = await rjson(['archive', 'deploy'], human);
     assert.ok((archived.archived as Json[]).length >= 4, JSON.stringify(archived));
     // An archived artifact reads the same (its HEAD's archive mark is part of the response schema).
