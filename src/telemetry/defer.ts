@@ -9,7 +9,7 @@
 import { telqIdSk, telqLeaseSk, telqShardPk } from '../core/keys.ts';
 import { cond, type Item, MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
 import { commitLeavingLost, FIXED_CHECKS, type QueueView } from './claim.ts';
-import { type AckRefusal, ackRefusal } from './records.ts';
+import { type AckRefusal, ackRefusal, leaseHeld } from './records.ts';
 import { recordShard } from './shards.ts';
 
 export interface DeferInput {
@@ -39,16 +39,7 @@ function moveOps(rec: Item, idItem: Item, epoch: number, owner: string, leaseTok
   const moved: Item = { ...rec, SK: slot, lease_expires_ms: untilMs, lease_expires_at: new Date(untilMs).toISOString() };
   return [
     { op: 'update', key: { PK: idItem.PK, SK: idItem.SK }, update: { set: { slot } }, condition: cond.eq('slot', rec.SK) },
-    {
-      op: 'delete',
-      key: { PK: rec.PK, SK: rec.SK },
-      condition: cond.and(
-        cond.eq('lease_token', leaseToken),
-        cond.eq('lease_owner', owner),
-        cond.eq('lease_epoch', epoch),
-        cond.gt('lease_expires_ms', atMs),
-      ),
-    },
+    { op: 'delete', key: { PK: rec.PK, SK: rec.SK }, condition: leaseHeld(epoch, owner, leaseToken, atMs) },
     { op: 'put', item: moved, condition: cond.notExists() },
   ];
 }

@@ -365,11 +365,7 @@ export class TelemetryQueue {
     validateOwner(owner);
     if (!Array.isArray(acks) || acks.length > MAX_CLAIM_RECORDS)
       throw new InvalidInput(`acknowledge at most ${MAX_CLAIM_RECORDS} records at once`);
-    for (const a of acks) {
-      if (typeof a?.id !== 'string' || a.id.length === 0 || a.id.length > 200) throw new InvalidInput('a record id is required');
-      if (typeof a.leaseToken !== 'string' || a.leaseToken.length === 0 || a.leaseToken.length > 200)
-        throw new InvalidInput('a lease token is required');
-    }
+    for (const a of acks) validateLeasedRef(a);
     const atMs = toMs(at, 'at');
     const view = await this.view();
     await preflight(view, epoch);
@@ -388,9 +384,7 @@ export class TelemetryQueue {
     if (!Array.isArray(defers) || defers.length > MAX_CLAIM_RECORDS)
       throw new InvalidInput(`defer at most ${MAX_CLAIM_RECORDS} records at once`);
     for (const d of defers) {
-      if (typeof d?.id !== 'string' || d.id.length === 0 || d.id.length > 200) throw new InvalidInput('a record id is required');
-      if (typeof d.leaseToken !== 'string' || d.leaseToken.length === 0 || d.leaseToken.length > 200)
-        throw new InvalidInput('a lease token is required');
+      validateLeasedRef(d);
       intOption('delayMs', d.delayMs, 0, 1, MAX_LEASE_MS);
     }
     const atMs = toMs(at, 'at');
@@ -398,4 +392,11 @@ export class TelemetryQueue {
     await preflight(view, epoch);
     return deferRecords(view, epoch, owner, defers, atMs);
   }
+}
+
+/** A record named by its id and the token of its lease (acknowledge, defer). */
+function validateLeasedRef(r: { id?: unknown; leaseToken?: unknown } | undefined): void {
+  if (typeof r?.id !== 'string' || r.id.length === 0 || r.id.length > 200) throw new InvalidInput('a record id is required');
+  if (typeof r.leaseToken !== 'string' || r.leaseToken.length === 0 || r.leaseToken.length > 200)
+    throw new InvalidInput('a lease token is required');
 }

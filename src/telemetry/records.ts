@@ -237,19 +237,20 @@ export function ackRefusal(
   return undefined;
 }
 
+/** The record's lease is still this one (epoch, owner, token) and unexpired at `atMs`: the condition of every move of a leased record. */
+export function leaseHeld(epoch: number, owner: string, leaseToken: string, atMs: number) {
+  return cond.and(
+    cond.eq('lease_token', leaseToken),
+    cond.eq('lease_owner', owner),
+    cond.eq('lease_epoch', epoch),
+    cond.gt('lease_expires_ms', atMs),
+  );
+}
+
 /** The deletes of an acknowledged record and its identity item, conditioned on the lease still being this one. */
 export function ackOps(rec: Item, id: Item, epoch: number, owner: string, leaseToken: string, atMs: number): TransactOp[] {
   return [
-    {
-      op: 'delete',
-      key: { PK: rec.PK, SK: rec.SK },
-      condition: cond.and(
-        cond.eq('lease_token', leaseToken),
-        cond.eq('lease_owner', owner),
-        cond.eq('lease_epoch', epoch),
-        cond.gt('lease_expires_ms', atMs),
-      ),
-    },
+    { op: 'delete', key: { PK: rec.PK, SK: rec.SK }, condition: leaseHeld(epoch, owner, leaseToken, atMs) },
     { op: 'delete', key: { PK: id.PK, SK: id.SK }, condition: cond.eq('slot', rec.SK) },
   ];
 }
