@@ -5,7 +5,7 @@
  * link to their version or output. Steps show the action, the actor, model and tool.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { type ArtifactWithVersions, api, type Execution, type Page, type ProvenanceStep, type Version } from '../api.ts';
+import { ApiError, type ArtifactWithVersions, api, type Execution, type Page, type ProvenanceStep, type Version } from '../api.ts';
 import { ErrorBox, Loading, Time, useApi } from '../components.tsx';
 import { formatTime, shortDigest } from '../lib/format.ts';
 import { arcDepth, DEFAULT_LAYOUT, type Layout, layoutProvenance, stepId } from '../lib/graph.ts';
@@ -147,7 +147,11 @@ export function ProvenanceTab({ art }: { art: ArtifactWithVersions }) {
               if ((e.target as HTMLDetailsElement).open && statement === undefined)
                 api(`/v1/artifacts/${art.artifact_id}/provenance?format=in-toto`).then(
                   (doc) => setStatement(JSON.stringify(doc, null, 2)),
-                  (err: unknown) => setStatement(`could not load: ${(err as Error).message}`),
+                  // No statement without steps that produced something (NOT_FOUND): the server's sentence says why.
+                  (err: unknown) =>
+                    setStatement(
+                      err instanceof ApiError && err.problem.detail ? err.problem.detail : `could not load: ${(err as Error).message}`,
+                    ),
                 );
             }}
           >
