@@ -23,6 +23,8 @@ import { runAlp } from '../../helpers/cli.ts';
 import { tempDir } from '../../helpers/tmp.ts';
 
 const VERIFIER = path.join(import.meta.dirname, 'verify_dsse.py');
+// Debian's interpreter, where python3-cryptography installs (a pyenv or venv python3 earlier on PATH may lack it, or carry its own copy).
+const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const INSTALL = 'apt-get install -y python3-cryptography (.ci/run installs it)';
 const IN_TOTO = 'application/vnd.in-toto+json';
 
@@ -43,10 +45,10 @@ type Verdict = { ok: true; statement: Statement } | { ok: false; error: string }
 
 /** Runs the Python verifier; fails (never skips) when python3 or its cryptography package is missing. */
 function pythonVerify(key: PublicKey, envelopes: Envelope[]): Verdict[] {
-  const probe = spawnSync('python3', ['-c', 'import cryptography.hazmat.primitives.asymmetric.ed25519'], { encoding: 'utf8' });
+  const probe = spawnSync(PYTHON, ['-c', 'import cryptography.hazmat.primitives.asymmetric.ed25519'], { encoding: 'utf8' });
   if (probe.error || probe.status !== 0)
-    throw new Error(`python3 with the cryptography package is missing (${probe.error?.message ?? probe.stderr.trim()}): ${INSTALL}`);
-  const r = spawnSync('python3', [VERIFIER], {
+    throw new Error(`${PYTHON} with the cryptography package is missing (${probe.error?.message ?? probe.stderr.trim()}): ${INSTALL}`);
+  const r = spawnSync(PYTHON, [VERIFIER], {
     input: JSON.stringify({ public_key: key.public_key, fingerprint: key.fingerprint, envelopes }),
     encoding: 'utf8',
   });
