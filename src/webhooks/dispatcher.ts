@@ -63,7 +63,17 @@ function emptyReport(): DeliveryReport {
 }
 
 /** What happens to one claimed record. */
-type Verdict = { record: ClaimedRecord; ack: true; delivered: string[] } | { record: ClaimedRecord; ack: false };
+/**
+ * A record's outcome in a claim: acknowledged or not, the endpoints that have it (`delivered`, on an
+ * acknowledgement) and those still missing it (`waitingFor`: it is acknowledged after all if every one
+ * of them ends up disabled in this pass).
+ */
+interface Verdict {
+  record: ClaimedRecord;
+  ack: boolean;
+  delivered: string[];
+  waitingFor: string[];
+}
 
 class Pass {
   readonly report = emptyReport();
@@ -123,12 +133,21 @@ class Pass {
     const targets = event ? this.targets(event) : [];
     if (!event || targets.length === 0) {
       this.report.skipped++;
-      return { record, ack: true, delivered: [] };
+      return { record, ack: true, delivered: [], waitingFor: [] };
     }
     const missing = targets.filter((ep) => !done.has(`${ep.endpoint_id} ${event.id}`) && !this.disabledNow.has(ep.endpoint_id));
     const results = await Promise.all(missing.map((ep) => this.attempt(ep, event, record)));
-    const stillMissing = missing.filter((ep, i) => !results[i] && !this.disabledNow.has(ep.endpoint_id));
-    return stillMissing.length === 0 ? { record, ack: true, delivered: targets.map((ep) => ep.endpoint_id) } : { record, ack: false };
+    const waitingFor = missing.filter((_, i) => !results[i]).map((ep) => ep.endpoint_id);
+    return { record, ack: waitingFor.length === 0, delivered: targets.map((ep) => ep.endpoint_id), waitingFor };
+  }
+
+  /**
+   * The verdict once every record of the claim was tried: records are delivered concurrently, so an
+   * endpoint one record's failure disabled may still have held back a record settled just before.
+   */
+  final(v: Verdict): Verdict {
+    if (v.ack || v.waitingFor.length === 0 || v.waitingFor.some((id) => !this.disabledNow.has(id))) return v;
+    return { ...v, ack: true, waitingFor: [] };
   }
 }
 
@@ -156,9 +175,9 @@ async function deliverClaim(
     batch.map((record, i) => {
       const ev = events[i];
       // An event that could not be read now (storage trouble) is retried like a failed delivery.
-      return ev instanceof Error ? ({ record, ack: false } as Verdict) : pass.settle(record, ev, done);
+      return ev instanceof Error ? { record, ack: false, delivered: [], waitingFor: [] } : pass.settle(record, ev, done);
     }),
-  );
+  ).then((tried) => tried.map((v) => pass.final(v)));
   const now = ctx.clock.now();
   const acks: AckInput[] = verdicts.filter((v) => v.ack).map((v) => ({ id: v.record.id, leaseToken: v.record.leaseToken }));
   const defers: DeferInput[] = verdicts

@@ -33,7 +33,8 @@ interface Delivery {
 }
 
 /** A loopback receiver answering each request with `status(path, n)` (n: that path's 1-based request count). */
-async function receiver(status: (path: string, n: number) => number) {
+/** `status` answers each request's status code, or a code and how long to wait before answering. */
+async function receiver(status: (path: string, n: number) => number | { code: number; delayMs: number }) {
   const got: Delivery[] = [];
   const counts = new Map<string, number>();
   const server = http.createServer((req, res) => {
@@ -43,9 +44,10 @@ async function receiver(status: (path: string, n: number) => number) {
       const p = req.url ?? '/';
       const n = (counts.get(p) ?? 0) + 1;
       counts.set(p, n);
-      const code = status(p, n);
+      const answer = status(p, n);
+      const [code, delayMs] = typeof answer === 'number' ? [answer, 0] : [answer.code, answer.delayMs];
       got.push({ path: p, headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), status: code });
-      res.writeHead(code).end();
+      setTimeout(() => res.writeHead(code).end(), delayMs);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -181,7 +183,9 @@ describe('webhooks', () => {
     const data = path.join(dir, 'd');
     const file = path.join(dir, 'x.sh');
     fs.writeFileSync(file, 'echo x\n');
-    const rx = await receiver(() => 503);
+    // The second request of a path is answered late: the claim's first record has settled (one failure,
+    // not yet disabled) when the second's failure disables the endpoint — the first must still be acknowledged.
+    const rx = await receiver((_, n) => (n === 2 ? { code: 503, delayMs: 400 } : 503));
     try {
       const d = ['--data', data];
       await alpJson([...d, 'init']);
