@@ -14,6 +14,7 @@ import { findMove, MOVES, VERSION_STATES } from '../../src/lifecycle/state-machi
 import { propose, transition } from '../../src/lifecycle/transitions.ts';
 import { collectRefs, verifyObjects } from '../../src/lifecycle/verify-content.ts';
 import { readVersion } from '../../src/lifecycle/versions.ts';
+import { initInstallation } from '../../src/system/installation.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { bytesOf, collect } from '../helpers/tmp.ts';
 import { agent, alice, bob, walkEveryState } from '../helpers/walk.ts';
@@ -199,6 +200,8 @@ describe('executions, provenance, archive', () => {
 
   it('provenance is chained, derived into provenance/{id}.json with its digest, and exported as in-toto', async () => {
     const ctx = await embeddedContext();
+    // The statement's builder is the installation (builder.id urn:alp:installation:{id}): it needs the record init writes.
+    await initInstallation(ctx);
     const { version } = await createArtifact(ctx, agent, { name: 'x', filename: 'f', body: bytesOf('1') });
     const id = version.artifact_id;
     const { addProvenance } = await import('../../src/lifecycle/provenance.ts');
@@ -216,7 +219,8 @@ describe('executions, provenance, archive', () => {
     assert.equal(statement._type, 'https://in-toto.io/Statement/v1');
     assert.equal(statement.predicateType, 'https://slsa.dev/provenance/v1');
     assert.deepEqual(statement.subject, [
-      { name: 'x@v1/f', digest: { sha256: version.content_hash.slice(7) }, annotations: { artifact_id: id, version: 1, state: 'DRAFT' } },
+      // The subjects are what the steps produced (issue 20 item 3): v1's content, output of step 2 ('generate').
+      { name: 'x@v1/f', digest: { sha256: version.content_hash.slice(7) }, annotations: { artifact_id: id, version: 1, steps: [2] } },
     ]);
   });
 
