@@ -5,13 +5,10 @@
  * order in which the callers reached the store, failed callers wrote nothing, and every answered
  * write is seen by another connection and after reopening the file. A failing COMMIT, and an error
  * after which SQLite rolled the whole transaction back (disk full), fail every caller of the batch.
- * Durability off the event loop: a caller is answered, and a read of the store returns a write, only
- * after the WAL's fdatasync; a failed sync stops the store.
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { ConditionFailed, InternalError, InvalidInput, StorageFailure } from '../../src/core/errors.ts';
 import type { Condition, Item, ItemKey, TransactOp } from '../../src/store/item-store.ts';
@@ -160,78 +157,6 @@ describe('SQLite group commit', () => {
     assert.equal((await other.get({ PK: 'D', SK: '1' }))?.v, 1, 'committed once answered');
     await other.close();
     await store.close();
-  });
-
-  it('durable off the event loop: answered, and readable through the store, only after the WAL’s fdatasync', async () => {
-    const f = file();
-    let syncs = 0;
-    let hold: Promise<void> | undefined;
-    let release = () => {};
-    const store = new SqliteItemStore(f, {
-      walSyncHook: () => {
-        syncs++;
-        return hold;
-      },
-    });
-    hold = new Promise<void>((r) => {
-      release = r;
-    });
-    let answered = false;
-    const write = store.put({ PK: 'W', SK: '1', v: 1 }).then(() => {
-      answered = true;
-    });
-    await turn();
-    await turn();
-    assert.equal(syncs, 1, 'committed, its sync issued');
-    const raw = new Database(f, { readonly: true });
-    assert.equal(raw.prepare("SELECT count(*) FROM items WHERE PK = 'W'").pluck().get(), 1, 'COMMIT has run (another connection sees it)');
-    raw.close();
-    let read: unknown = 'pending';
-    const reading = store.get({ PK: 'W', SK: '1' }).then((item) => {
-      read = item?.v;
-    });
-    // Callers arriving while the sync is held join one batch, committed after it: one sync answers them all.
-    const more = Array.from({ length: 10 }, (_, i) => store.put({ PK: 'W', SK: `m${i}` }));
-    await turn();
-    await turn();
-    assert.equal(answered, false, 'not answered before the sync');
-    assert.equal(read, 'pending', 'the store returns nothing that is not durable yet');
-    assert.equal(syncs, 1, 'the next batch waits for the sync in flight');
-    hold = undefined;
-    release();
-    await Promise.all([write, reading, ...more]);
-    assert.equal(read, 1);
-    assert.equal(syncs, 2, 'ten callers, one more sync');
-    await store.close();
-  });
-
-  it('a failed WAL sync fails its callers with StorageFailure and stops the store; reopened, the file is whole', async () => {
-    const f = file();
-    let fail = false;
-    const store = new SqliteItemStore(f, {
-      walSyncHook: () => {
-        if (fail) throw new Error('EIO: injected');
-      },
-    });
-    await store.put({ PK: 'S', SK: '0' });
-    fail = true;
-    const answers = await Promise.allSettled([store.put({ PK: 'S', SK: '1' }), store.put({ PK: 'S', SK: '2' })]);
-    for (const a of answers)
-      assert.ok(a.status === 'rejected' && a.reason instanceof StorageFailure && /EIO: injected/.test(a.reason.message));
-    await assert.rejects(store.get({ PK: 'S', SK: '0' }), StorageFailure, 'reads stop too');
-    await assert.rejects(store.put({ PK: 'S', SK: '3' }), StorageFailure, 'and writes');
-    await store.close();
-    const reopened = new SqliteItemStore(f);
-    const keys = Object.keys(await everything(reopened)).sort();
-    // The failed batch was committed before its sync failed: on this (healthy) disk it is there; what matters is the answer.
-    assert.deepEqual(
-      keys.filter((k) => k === 'S/0'),
-      ['S/0'],
-      'an answered write is there',
-    );
-    await reopened.put({ PK: 'S', SK: '4' });
-    assert.ok(await reopened.get({ PK: 'S', SK: '4' }));
-    await reopened.close();
   });
 
   it('two stores on one file in one process write concurrently without waiting for each other', async () => {

@@ -24,14 +24,13 @@ itemStoreConformance(harness);
 scanConformance(harness);
 
 describe('SQLite engine specifics', () => {
-  it('stores items in one table whose key columns carry the DESIGN names, in WAL mode, durable by its own WAL sync', async () => {
+  it('stores items in one table whose key columns carry the DESIGN names, in WAL mode with synchronous=FULL', async () => {
     const dir = tempDir('alp-sqlite');
     const file = path.join(dir, 'alp.db');
     const store = new SqliteItemStore(file);
     await store.put({ PK: 'ART#x', SK: 'V#0000000001', GSI1PK: 'STATE#DRAFT', GSI1SK: '#t#x', state: 'DRAFT' });
     assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
-    // synchronous=NORMAL: the store fdatasyncs the WAL itself after each COMMIT, off the event loop (sqlite-group-commit.test.ts).
-    assert.equal(store.db.pragma('synchronous', { simple: true }), 1);
+    assert.equal(store.db.pragma('synchronous', { simple: true }), 2);
     await store.close();
     const raw = new Database(file, { readonly: true });
     const row = raw.prepare('SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items').get() as Record<string, string>;

@@ -8,20 +8,14 @@
  * A lone caller pays one setImmediate hop (a few µs); a batch is cut at MAX_BATCH callers.
  *
  * A caller's work that throws (a failed condition, an invalid update) is rolled back to its savepoint
- * and fails that caller only. Every caller's promise settles after its batch is durable — the COMMIT
- * returned and, when the store makes commits durable itself (`makeDurable`: the WAL's fdatasync in the
- * I/O pool, off the event loop), that sync succeeded —, a failed caller's too: its condition saw the writes of the callers
+ * and fails that caller only. Every caller's promise settles after the COMMIT of its batch returned
+ * (synchronous=FULL: durable), a failed caller's too: its condition saw the writes of the callers
  * before it in the batch, so its error stands only once they are committed. When the COMMIT fails, or SQLite rolled the whole transaction back
  * after an error (disk full, I/O error), every caller of the batch fails with that error and nothing
  * of the batch is visible. A crash before the COMMIT loses only writes nobody was answered for.
  *
  * Reads never go through this connection while a batch is open (the store reads on a connection of
- * its own, sqlite-item-store.ts), so no reader sees a batch's uncommitted writes; and the store's reads
- * wait for `undurable`, so none sees a committed write before it is durable.
- *
- * Pipelining: while a batch's sync is in flight the next batch stays open (callers keep joining it)
- * and commits on the first event-loop turn after that sync — so readers waiting for the sync read
- * before the next COMMIT, and one sync answers as many callers as arrived during the last one.
+ * its own, sqlite-item-store.ts), so no reader sees a batch's uncommitted writes.
  *
  * At most one batch is open in a process: before BEGIN, a store commits the open batch of any other
  * store of the process. Two stores on one file in one process (tests, tools) would otherwise
@@ -53,14 +47,10 @@ export interface GroupCommitHooks {
   beforeCommit(written: ItemKey[]): void;
   /** The contract's error for an error of SQLite (item-store.ts ERRORS). */
   mapError(e: unknown): Error;
-  /** Makes everything committed so far durable; absent when COMMIT itself is (synchronous=FULL). */
-  makeDurable?: () => Promise<void>;
 }
 
 export class GroupCommit {
   private open: Batch | undefined;
-  /** Settles once every batch committed so far is durable (or failed to be); undefined when all are. */
-  private syncing: Promise<void> | undefined;
   private readonly stmts: ReturnType<GroupCommit['prepare']>;
 
   constructor(
@@ -122,11 +112,6 @@ export class GroupCommit {
     return this.open !== undefined;
   }
 
-  /** While committed batches are not yet durable: a promise that settles when they are (never rejects). */
-  get undurable(): Promise<void> | undefined {
-    return this.syncing;
-  }
-
   /** Commits the open batch now (before the store closes). */
   flush(): void {
     if (this.open) this.commit(this.open);
@@ -138,17 +123,10 @@ export class GroupCommit {
     openInProcess.add(this);
     const batch: Batch = { callers: [], written: [] };
     this.open = batch;
-    this.commitSoon(batch);
-    return batch;
-  }
-
-  /** At the end of this event-loop turn — or, while a sync is in flight, on the first turn after it. */
-  private commitSoon(batch: Batch): void {
     setImmediate(() => {
-      if (this.open !== batch) return;
-      if (this.syncing) void this.syncing.then(() => this.commitSoon(batch));
-      else this.commit(batch);
+      if (this.open === batch) this.commit(batch);
     });
+    return batch;
   }
 
   /**
@@ -180,28 +158,7 @@ export class GroupCommit {
       this.abandon(batch, this.hooks.mapError(e));
       return;
     }
-    if (this.hooks.makeDurable) this.settleWhenDurable(batch, this.hooks.makeDurable);
-    else for (const c of batch.callers) c.settle(undefined);
-  }
-
-  /**
-   * Answers the batch's callers once its sync — and every earlier one — succeeded; with the sync's
-   * error otherwise (the store then refuses everything: it cannot tell what of its commits is on disk).
-   */
-  private settleWhenDurable(batch: Batch, makeDurable: () => Promise<void>): void {
-    const earlier = this.syncing;
-    const durable = makeDurable().then(() => earlier);
-    const settled = durable.then(
-      () => undefined,
-      (e: unknown) => this.hooks.mapError(e),
-    );
-    const tracked = settled.then(() => {
-      if (this.syncing === tracked) this.syncing = undefined;
-    });
-    this.syncing = tracked;
-    void settled.then((error) => {
-      for (const c of batch.callers) c.settle(error);
-    });
+    for (const c of batch.callers) c.settle(undefined);
   }
 
   /** Rolls the batch back (if SQLite has not already) and fails every caller answered by it. */

@@ -8,19 +8,11 @@
  * batch's writes before their COMMIT. With no batch open, get / batchGet / query read on `db`, whose
  * page cache is warm (another connection's commit empties a connection's whole cache in WAL mode).
  * Either way a read after a resolved write sees it. Scans and change marks always use `reader`.
- *
- * Durability off the event loop (the default, `synchronous: 'FULL'`): SQLite runs with
- * synchronous=NORMAL — COMMIT writes the WAL without syncing it, never corrupting the database (SQLite's
- * own guarantee) — and the store fdatasyncs the WAL in the I/O pool after each COMMIT; callers are
- * answered, and reads of this store proceed, only once that sync succeeded. Same promise as FULL (an
- * answered write is on disk; nothing this store returns can be lost), without the event loop waiting
- * for the disk. A failed sync stops the store (every later call fails): what of its commits reached
- * the disk is unknown, so nothing more may be answered from it (docs/design.md §7).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { InternalError, InvalidInput, StorageFailure, Throttled, toAlpError } from '../../core/errors.ts';
+import { InternalError, InvalidInput, Throttled, toAlpError } from '../../core/errors.ts';
 import { randomToken } from '../../core/ids.ts';
 import type {
   Item,
@@ -48,8 +40,6 @@ export interface SqliteOptions {
   readonly?: boolean;
   /** The change log's horizon and clock (changes.ts; tests). */
   changeLog?: ChangeLogOptions;
-  /** Fault-injection seam for tests: runs before each fdatasync of the WAL; throwing fails that sync. */
-  walSyncHook?: () => void | Promise<void>;
 }
 
 type Side = 'db' | 'reader';
@@ -71,15 +61,8 @@ export class SqliteItemStore implements ItemStore {
   private readonly changes: ChangeLog;
   private readonly writes: SqliteWrites;
   private readonly group: GroupCommit;
-  /** The WAL, held open for its fdatasync after each COMMIT (opened at the first). */
-  private walFd: number | undefined;
-  /** Set when a WAL sync failed: the store refuses every call from then on. */
-  private stopped: Error | undefined;
 
-  constructor(
-    file: string,
-    private readonly opts: SqliteOptions = {},
-  ) {
+  constructor(file: string, opts: SqliteOptions = {}) {
     this.location = file;
     if (!opts.readonly) {
       ensurePrivateDir(path.dirname(file));
@@ -89,10 +72,9 @@ export class SqliteItemStore implements ItemStore {
     this.db = new Database(file, { readonly: opts.readonly ?? false });
     this.db.pragma(busy);
     registerFunctions(this.db);
-    const syncsWal = !opts.readonly && (opts.synchronous ?? 'FULL') === 'FULL';
     if (!opts.readonly) {
       this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${syncsWal ? 'NORMAL' : (opts.synchronous ?? 'FULL')}`);
+      this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
       prepareSchema(this.db);
     }
     this.reader = opts.readonly ? this.db : this.openReader(file, busy);
@@ -104,30 +86,7 @@ export class SqliteItemStore implements ItemStore {
     this.group = new GroupCommit(this.db, {
       beforeCommit: (written) => this.changes.append(written), // in the transaction: a rolled-back one logs nothing
       mapError: (e) => mapSqliteError(e),
-      ...(syncsWal ? { makeDurable: () => this.syncWal() } : {}),
     });
-  }
-
-  /** fdatasync of the WAL in the I/O pool: makes every frame written so far — every COMMIT so far — durable. */
-  private async syncWal(): Promise<void> {
-    try {
-      if (this.stopped) throw this.stopped;
-      this.walFd ??= fs.openSync(`${path.resolve(this.location)}-wal`, fs.constants.O_RDONLY);
-      const fd = this.walFd;
-      await this.opts.walSyncHook?.();
-      await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())));
-    } catch (e) {
-      this.stopped ??= new StorageFailure(
-        `the SQLite write-ahead log at ${this.location}-wal could not be synced (${(e as Error).message}); this store stops (reopen it to recover from what is on disk)`,
-        { cause: e },
-      );
-      throw this.stopped;
-    }
-  }
-
-  /** Reads wait until every committed batch is durable: nothing a read returns may be lost with the power. */
-  private async durable(): Promise<void> {
-    for (let sync = this.group.undurable; sync; sync = this.group.undurable) await sync;
   }
 
   private openReader(file: string, busy: string): Database.Database {
@@ -145,14 +104,12 @@ export class SqliteItemStore implements ItemStore {
 
   async get(key: ItemKey): Promise<Item | undefined> {
     validateKey(key);
-    if (this.group.undurable) await this.durable();
     return this.run(() => this.read(key));
   }
 
   /** Always consistent: one SQLite connection sees every committed write. */
   async batchGet(keys: ItemKey[], _opts?: { consistent?: boolean }): Promise<Item[]> {
     keys.forEach(validateKey);
-    if (this.group.undurable) await this.durable();
     return this.run(() => {
       const side = this.readSide();
       return keys.map((k) => this.read(k, side)).filter((i): i is Item => i !== undefined);
@@ -235,7 +192,6 @@ export class SqliteItemStore implements ItemStore {
     // newly bound LIMIT — the likely cause, not confirmed.
     const sql = `SELECT PK, SK, GSI1PK, GSI1SK, attrs FROM items ${onIndex ? 'INDEXED BY GSI1 ' : ''}WHERE ${where.join(' AND ')} ORDER BY ${orderBy} LIMIT CAST(? AS INTEGER)`;
     params.push(limit + 1);
-    if (this.group.undurable) await this.durable();
     const rows = this.run(() => this.statement(sql, this.readSide()).all(...params));
     const items = rows.slice(0, limit).map(toItem);
     const page: Page = { items };
@@ -250,24 +206,20 @@ export class SqliteItemStore implements ItemStore {
   }
 
   async scan(opts: ScanOptions = {}): Promise<Page> {
-    if (this.group.undurable) await this.durable();
     return this.run(() => this.scans.scan(opts));
   }
 
   /** The change log's newest seq (schema.ts), with this database's instance id. */
   async changeMark(): Promise<string> {
-    if (this.group.undurable) await this.durable();
     return this.run(() => this.changes.mark());
   }
 
   async changesAnswerable(mark: string): Promise<boolean> {
-    if (this.group.undurable) await this.durable();
     return this.run(() => this.changes.answers(mark));
   }
 
   /** The items of the keys logged after the mark, as they are now (changes.ts). */
   async scanChangedSince(mark: string, opts: ScanOptions = {}): Promise<Page> {
-    if (this.group.undurable) await this.durable();
     return this.run(() => this.changes.scanChangedSince(mark, opts));
   }
 
@@ -283,7 +235,6 @@ export class SqliteItemStore implements ItemStore {
       for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) fs.rmSync(f, { force: true });
     };
     if (!this.db.open) throw this.closedError();
-    if (this.group.undurable) await this.durable();
     try {
       await this.reader.backup(file, { progress: () => 0x7fffffff });
     } catch (e) {
@@ -327,12 +278,8 @@ export class SqliteItemStore implements ItemStore {
   async close(): Promise<void> {
     if (!this.db.open) return;
     this.group.flush();
-    await this.durable();
-    if (!this.db.open) return;
     if (this.reader !== this.db) this.reader.close();
     this.db.close();
-    if (this.walFd !== undefined) fs.closeSync(this.walFd);
-    this.walFd = undefined;
   }
 
   private read(key: ItemKey, side = this.readSide()): Item | undefined {
@@ -343,14 +290,12 @@ export class SqliteItemStore implements ItemStore {
   /** Runs a caller's write in the group commit; settles once the COMMIT that holds it returned. */
   private write<T>(work: Work<T>): Promise<T> {
     if (!this.db.open) throw this.closedError();
-    if (this.stopped) throw this.stopped;
     return this.group.submit(work);
   }
 
   /** Runs one read, mapping SQLite's errors to the contract's (item-store.ts). */
   private run<T>(fn: () => T): T {
     if (!this.db.open) throw this.closedError();
-    if (this.stopped) throw this.stopped;
     try {
       return fn();
     } catch (e) {
