@@ -61,7 +61,8 @@ export class FsContentStore implements ContentStore {
 
   private readonly staging = new Map<
     StagedObject,
-    { fd: number; tmpPath: string; finalPath: string; target: TargetDir; repair: boolean; inPlace: boolean }
+    /** `writtenPath`: where the bytes were written — a temp name, or the key itself when `inPlace`. */
+    { fd: number; writtenPath: string; finalPath: string; target: TargetDir; repair: boolean; inPlace: boolean }
   >();
 
   private readonly dirs: ContentDirs;
@@ -110,7 +111,10 @@ export class FsContentStore implements ContentStore {
   async stage(key: string, body: Body, opts: PutOptions = {}): Promise<StagedObject> {
     const segments = validateObjectKey(key);
     const name = segments[segments.length - 1] as string;
-    const { target, fd, tmpPath, inPlace } = await this.openTemp(segments.slice(0, -1), writesInPlace(key, body, opts) ? name : undefined);
+    const { target, fd, writtenPath, inPlace } = await this.openTemp(
+      segments.slice(0, -1),
+      writesInPlace(key, body, opts) ? name : undefined,
+    );
     const finalPath = path.join(target.dir, name);
     try {
       const { digest, size } = await writeBody(fd, body, opts, (e) => diskError(e));
@@ -122,11 +126,11 @@ export class FsContentStore implements ContentStore {
         });
       }
       const staged: StagedObject = { key, digest, size };
-      this.staging.set(staged, { fd, tmpPath, finalPath, target, repair: opts.repair === true, inPlace });
+      this.staging.set(staged, { fd, writtenPath, finalPath, target, repair: opts.repair === true, inPlace });
       return staged;
     } catch (e) {
       await closeInPool(fd);
-      await fs.unlink(tmpPath).catch(() => {});
+      await fs.unlink(writtenPath).catch(() => {});
       this.dirs.removeEmpty(target.made);
       throw e;
     }
@@ -150,11 +154,11 @@ export class FsContentStore implements ContentStore {
             if (e.code === 'EEXIST') return undefined;
             throw e;
           });
-          if (fd !== undefined) return { target, fd, tmpPath: finalPath, inPlace: true };
+          if (fd !== undefined) return { target, fd, writtenPath: finalPath, inPlace: true };
         }
         const tmpPath = path.join(target.dir, `${TEMP_PREFIX}${process.pid}-${randomToken(9)}`);
         const fd = await openTempFile(tmpPath, CREATE_FLAGS, FILE_MODE);
-        return { target, fd, tmpPath, inPlace: false };
+        return { target, fd, writtenPath: tmpPath, inPlace: false };
       } catch (e) {
         const vanished = (e as NodeJS.ErrnoException).code === 'ENOENT' || e instanceof NotFound;
         if (!vanished || attempt > 0) {
@@ -190,7 +194,7 @@ export class FsContentStore implements ContentStore {
     let closed = false;
     try {
       // Settled, not raced: a descriptor is closed (on failure) only once no fsync of it is in flight.
-      await settleAll([...states.map((s) => this.syncFile(s.fd, s.tmpPath)), ...(oneRound ? [syncDirs()] : [])]);
+      await settleAll([...states.map((s) => this.syncFile(s.fd, s.writtenPath)), ...(oneRound ? [syncDirs()] : [])]);
       // A torn write (the file on disk shorter or longer than the bytes that were hashed) is never
       // published: one fstat per file, after the fsync, before the link.
       for (const [i, s] of states.entries()) checkWhole(staged[i] as StagedObject, fstatSync(s.fd).size);
@@ -208,7 +212,7 @@ export class FsContentStore implements ContentStore {
       // Not yet published: a temp file, or bytes in place at a fresh key that nothing names — both ours to remove.
       for (const s of states.slice(published)) {
         if (!closed) await closeInPool(s.fd);
-        await fs.unlink(s.tmpPath).catch(() => {});
+        await fs.unlink(s.writtenPath).catch(() => {});
         this.dirs.removeEmpty(s.target.made);
       }
       throw diskError(e);
@@ -221,13 +225,13 @@ export class FsContentStore implements ContentStore {
    * there are success (a retry); other bytes are CONFLICT. `repair` (restore) replaces bytes that do not
    * match the digest being written — damaged bytes, never a good copy.
    */
-  private async publishOne(staged: StagedObject, s: { tmpPath: string; finalPath: string; repair: boolean }): Promise<void> {
+  private async publishOne(staged: StagedObject, s: { writtenPath: string; finalPath: string; repair: boolean }): Promise<void> {
     if (!isCreateOnlyKey(staged.key)) {
-      renameSync(s.tmpPath, s.finalPath);
+      renameSync(s.writtenPath, s.finalPath);
       return;
     }
     try {
-      linkSync(s.tmpPath, s.finalPath);
+      linkSync(s.writtenPath, s.finalPath);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       // A planted symlink was never an object the engine wrote: it is replaced (the link itself, never
@@ -236,11 +240,11 @@ export class FsContentStore implements ContentStore {
       const same = !planted && (await this.holds(staged));
       if (!same && !s.repair && !planted) throw createOnlyConflict(staged.key);
       if (!same) {
-        renameSync(s.tmpPath, s.finalPath);
+        renameSync(s.writtenPath, s.finalPath);
         return;
       }
     }
-    unlinkSync(s.tmpPath);
+    unlinkSync(s.writtenPath);
   }
 
   /** Whether the key holds exactly these bytes (verified by hashing them). */
@@ -261,7 +265,7 @@ export class FsContentStore implements ContentStore {
       if (!state) continue;
       this.staging.delete(s);
       await closeInPool(state.fd);
-      await fs.unlink(state.tmpPath).catch(() => {});
+      await fs.unlink(state.writtenPath).catch(() => {});
       this.dirs.removeEmpty(state.target.made);
     }
   }
