@@ -7,62 +7,26 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { type ServerProcess, startServerProcess } from '../api/server-process.ts';
-import { type Captured, captureCli, clearCliEnv, patchCliOutput } from '../helpers/cli-inprocess.ts';
-import { tempDir } from '../helpers/tmp.ts';
+import type { Captured } from '../helpers/cli-inprocess.ts';
+import { remoteAndLocalCli } from '../helpers/remote-cli.ts';
 
 type Json = Record<string, unknown>;
 
 describe('CLI: alp alias and alp search, local and --server (issue 20 item 6)', () => {
-  const dir = tempDir('alp-alias-cli');
-  const data = path.join(dir, 'd');
-  let server: ServerProcess;
-  let unpatch: () => void;
-  let restoreEnv: () => void = () => {};
+  const cli = remoteAndLocalCli('alp-alias-cli', 'human');
+  const { dir, data, remote, local, ok, rjson, ljson, same, file } = cli;
   let human = '';
   let agent = '';
-
-  const remote = (args: string[], token: string) => captureCli(['--server', server.url, '--token', token, ...args]);
-  const local = (args: string[], token?: string) => captureCli(['--data', data, ...(token ? ['--token', token] : []), ...args]);
-  const ok = async (run: Promise<Captured>, what: string): Promise<Captured> => {
-    const r = await run;
-    assert.equal(r.code, 0, `${what}: exit ${r.code}: ${r.stderr}`);
-    return r;
-  };
-  const rjson = async (args: string[], token = human): Promise<Json> =>
-    JSON.parse((await ok(remote([...args, '--json'], token), args.join(' '))).stdout) as Json;
-  const ljson = async (args: string[], token = human): Promise<Json> =>
-    JSON.parse((await ok(local([...args, '--json'], token), args.join(' '))).stdout) as Json;
-  const same = async (args: string[], token = human): Promise<Json> => {
-    const over = await rjson(args, token);
-    assert.deepEqual(over, await ljson(args, token), `alp ${args.join(' ')}: remote and local differ`);
-    return over;
-  };
-  const file = (name: string, text: string) => {
-    const p = path.join(dir, name);
-    fs.writeFileSync(p, text);
-    return p;
-  };
+  before(() => {
+    ({ human, agent } = cli.tokens);
+  });
   const fails = async (run: Promise<Captured>, code: number, pattern: RegExp) => {
     const r = await run;
     assert.equal(r.code, code, `${r.stderr}`);
     assert.match(r.stderr, pattern);
   };
-
-  before(async () => {
-    restoreEnv = clearCliEnv();
-    server = await startServerProcess(data);
-    human = server.status.tokens.find((t) => t.kind === 'human')?.token as string;
-    agent = server.status.tokens.find((t) => t.kind === 'agent')?.token as string;
-    unpatch = patchCliOutput();
-  });
-  after(async () => {
-    unpatch?.();
-    await server?.stop();
-    restoreEnv();
-  });
 
   it('sets, resolves, lists, removes and searches the same way over HTTP and locally', async () => {
     const v1 = await rjson(['artifact', 'create', '--name', 'deploy', '--file', file('d1.sh', 'echo 1\n'), '--label', 'team=ops'], agent);

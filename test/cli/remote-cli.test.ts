@@ -9,77 +9,22 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { sha256 } from '../../src/core/digest.ts';
-import { type ServerProcess, startServerProcess } from '../api/server-process.ts';
-import { type Captured, captureCli, clearCliEnv, patchCliOutput } from '../helpers/cli-inprocess.ts';
-import { tempDir } from '../helpers/tmp.ts';
+import { captureCli } from '../helpers/cli-inprocess.ts';
+import { remoteAndLocalCli } from '../helpers/remote-cli.ts';
 
 type Json = Record<string, unknown>;
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
 describe('remote CLI: the README walk-through over HTTP (issue 19 A3)', () => {
-  const dir = tempDir('alp-remote-cli');
-  const data = path.join(dir, 'd');
-  let server: ServerProcess;
-  let unpatch: () => void;
-  let restoreEnv: () => void = () => {};
+  const cli = remoteAndLocalCli('alp-remote-cli', 'agent');
+  const { dir, remote, local, ok, rjson, same, sameText, file } = cli;
   let human = '';
   let agent = '';
   let humanId = '';
-
-  // The global options first: a command's arguments may end with `-- CMD ARGS…` (exec run).
-  const remote = (args: string[], token = agent) => captureCli(['--server', server.url, '--token', token, ...args]);
-  const local = (args: string[], token = agent) => captureCli(['--data', data, '--token', token, ...args]);
-  const ok = async (run: Promise<Captured>, what: string): Promise<Captured> => {
-    const r = await run;
-    // An internal failure over HTTP is explained in the server's log only: show it with the failure.
-    const log = () =>
-      r.code === 1
-        ? server
-            .stdout()
-            .split('\n')
-            .filter((l) => l.includes('"level":50'))
-            .join('\n')
-        : '';
-    assert.equal(r.code, 0, `${what}: exit ${r.code}: ${r.stderr}${log()}`);
-    return r;
-  };
-  const rjson = async (args: string[], token = agent): Promise<Json> =>
-    JSON.parse((await ok(remote([...args, '--json'], token), args.join(' '))).stdout) as Json;
-  const ljson = async (args: string[], token = agent): Promise<Json> =>
-    JSON.parse((await ok(local([...args, '--json'], token), args.join(' '))).stdout) as Json;
-  /** The command over HTTP and on the installation: one JSON document. */
-  const same = async (args: string[], token = agent): Promise<Json> => {
-    const over = await rjson(args, token);
-    assert.deepEqual(over, await ljson(args, token), `alp ${args.join(' ')}: remote and local differ`);
-    return over;
-  };
-  /** The same, without --json: one text. */
-  const sameText = async (args: string[], token = agent): Promise<string> => {
-    const over = (await ok(remote(args, token), args.join(' '))).stdout;
-    assert.equal(over, (await ok(local(args, token), args.join(' '))).stdout, `alp ${args.join(' ')}: remote and local text differ`);
-    return over;
-  };
-  const file = (name: string, text: string) => {
-    const p = path.join(dir, name);
-    fs.writeFileSync(p, text);
-    return p;
-  };
-
-  before(async () => {
-    restoreEnv = clearCliEnv();
-    server = await startServerProcess(data);
-    const tokens = server.status.tokens;
-    human = tokens.find((t) => t.kind === 'human')?.token as string;
-    humanId = tokens.find((t) => t.kind === 'human')?.principal as string;
-    agent = tokens.find((t) => t.kind === 'agent')?.token as string;
-    unpatch = patchCliOutput();
-  });
-  after(async () => {
-    unpatch?.();
-    await server?.stop();
-    restoreEnv();
+  before(() => {
+    ({ human, agent, humanId } = cli.tokens);
   });
 
   it('creates, reads, moves, runs, compensates and archives over HTTP with the local CLI’s outputs', async () => {
