@@ -1,7 +1,8 @@
 /**
  * Issue 19 items 11–13 in the browser: the operations page tells a refused upload from damaged
  * bytes, counts versions from the store and explains the telemetry outbox; downloads are re-hashed
- * and saved, digests copied, label chips filter, names match by prefix, columns sort; a failed run
+ * and saved, digests copied, label chips, labels, name prefixes and states are searched by the server
+ * (paged with "Load more", the query in a URL another tab opens), columns sort; a failed run
  * opens its stderr first, at the end; the log viewer numbers its lines and searches what it loaded;
  * the dark scheme, and the token remembered on this device only when asked.
  */
@@ -82,9 +83,11 @@ export function toolTests(env: E2eEnv): void {
     }
   });
 
-  it('downloads verified bytes, copies digests, filters by label chip and name prefix, sorts columns', async () => {
+  it('downloads verified bytes, copies digests; searches the server by label chip, labels, name prefix and state, paged and shareable; sorts columns', async () => {
     const { migration } = env.data();
     const { context, page } = await env.newPage(1280);
+    const requested: string[] = [];
+    page.on('request', (r) => requested.push(r.url()));
     try {
       await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.alp().url });
       await env.signIn(page, env.alp().human.token, `/artifacts/${migration.id}/versions/2`);
@@ -101,24 +104,37 @@ export function toolTests(env: E2eEnv): void {
       );
       assert.equal(copied, migration.v2);
 
-      // A label chip lists the versions of the artifacts with that label (matched over the loaded pages).
+      // A label chip searches the server for the artifacts with that label (GET /v1/search, every artifact).
       await page.goto(`${env.alp().url}/artifacts/${migration.id}`);
       await page.getByRole('link', { name: 'filter by label risk=medium' }).click();
-      await page.getByRole('heading', { level: 1, name: 'Versions labelled risk=medium' }).waitFor();
+      await page.getByRole('heading', { level: 1, name: 'Artifacts labelled risk=medium' }).waitFor();
+      await page.getByTestId('search-status').getByText('1 artifact found — the whole installation was searched.').waitFor();
+      const rows = page.getByTestId('search-table').locator('tbody tr');
+      assert.deepEqual(await rows.locator('td[data-label="Artifact"] a').allTextContents(), ['migrate-users']);
+      assert.ok(
+        requested.some((u) => u.includes('/v1/search?') && u.includes('label=risk%3Dmedium')),
+        'the server searched',
+      );
+
+      // Two labels (both must match) from the form; a bare key is refused by the form.
+      await page.getByLabel('Labels', { exact: true }).fill('team');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
       await page
-        .getByTestId('filter-status')
-        .getByText(/^2 versions of the \d+ loaded match — every version was searched\.$/)
+        .getByTestId('label-error')
+        .getByText(/key=value/)
         .waitFor();
-      const rows = page.getByTestId('versions-table').locator('tbody tr');
-      assert.deepEqual(await rows.locator('td[data-label="Artifact"] a').allTextContents(), ['migrate-users', 'migrate-users']);
+      await page.getByLabel('Labels', { exact: true }).fill('team=data, risk=medium');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Artifacts labelled team=data, risk=medium' }).waitFor();
+      await page.getByTestId('search-status').getByText('1 artifact found').waitFor();
 
       // A name prefix (a case-sensitive start), from the search form.
       await page.getByLabel('Artifact name', { exact: true }).fill('note-0');
       await page.getByLabel('Match the name').selectOption('prefix');
-      await page.getByLabel('Label', { exact: true }).fill('');
+      await page.getByLabel('Labels', { exact: true }).fill('');
       await page.getByRole('button', { name: 'Search', exact: true }).click();
-      await page.getByRole('heading', { level: 1, name: 'Versions named “note-0…”' }).waitFor();
-      await page.getByTestId('filter-status').getByText('9 versions of the').waitFor();
+      await page.getByRole('heading', { level: 1, name: 'Artifacts named “note-0…”' }).waitFor();
+      await page.getByTestId('search-status').getByText('9 artifacts found — the whole installation was searched.').waitFor();
       const names = await rows.locator('td[data-label="Artifact"] a').allTextContents();
       assert.equal(names.length, 9);
       assert.ok(
@@ -135,8 +151,39 @@ export function toolTests(env: E2eEnv): void {
       await header.getByRole('button').click();
       assert.equal(await header.getAttribute('aria-sort'), 'descending');
       assert.deepEqual(await rows.locator('td[data-label="Artifact"] a').allTextContents(), [...names].sort().reverse());
-      await page.getByRole('columnheader', { name: /Size/ }).getByRole('button').click();
+      await page.getByRole('columnheader', { name: /Kind/ }).getByRole('button').click();
       assert.equal(await header.getAttribute('aria-sort'), null);
+
+      // A prefix and a state: versions, a page at a time ("Load more" follows the cursor), and the URL
+      // opened elsewhere is the same search.
+      await page.getByLabel('Artifact name', { exact: true }).fill('note-');
+      await page.getByLabel('State', { exact: true }).selectOption('DRAFT');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Draft versions named “note-…”' }).waitFor();
+      await page
+        .getByTestId('search-status')
+        .getByText(/^20 versions found so far/)
+        .waitFor();
+      await page.getByRole('button', { name: 'Load more' }).click();
+      const all = `${env.data().drafts} versions found — the whole installation was searched.`;
+      await page.getByTestId('search-status').getByText(all).waitFor();
+      assert.equal(await rows.count(), env.data().drafts);
+      assert.equal(await page.getByRole('button', { name: 'Load more' }).count(), 0);
+      const shared = page.url();
+      assert.match(shared, /\/artifacts\?prefix=note-&state=DRAFT$/);
+      const other = await env.newPage(390);
+      try {
+        await env.signIn(other.page, env.alp().human.token, new URL(shared).pathname + new URL(shared).search);
+        await other.page.getByRole('heading', { level: 1, name: 'Draft versions named “note-…”' }).waitFor();
+        await other.page
+          .getByTestId('search-status')
+          .getByText(/^20 versions found so far/)
+          .waitFor();
+        assert.equal(await other.page.getByLabel('Artifact name', { exact: true }).inputValue(), 'note-');
+        assert.equal(await other.page.getByLabel('State', { exact: true }).inputValue(), 'DRAFT');
+      } finally {
+        await other.context.close();
+      }
     } finally {
       await context.close();
     }

@@ -312,6 +312,11 @@ describe('web UI end to end (Chromium)', { timeout: 300_000 }, () => {
       { name: 'artifacts-all', path: '/artifacts?state=ALL', ready: (p) => p.getByRole('button', { name: 'Next page →' }).waitFor() },
       { name: 'artifacts-search', path: '/artifacts?name=deploy-api', ready: (p) => p.getByRole('link', { name: 'deploy-api' }).waitFor() },
       {
+        name: 'artifacts-search-server',
+        path: '/artifacts?prefix=note-&label=&state=DRAFT',
+        ready: (p) => p.getByRole('button', { name: 'Load more' }).waitFor(),
+      },
+      {
         name: 'artifact-versions',
         path: `/artifacts/${data.deploy.id}`,
         ready: (p) => p.getByRole('heading', { name: 'Compensations' }).waitFor(),

@@ -1,13 +1,13 @@
 /**
- * Sorting and filtering the rows a view has loaded: a stable sort by one column (numbers as numbers,
- * missing values last), the header's click cycle, and the prefix and label filters.
+ * Sorting the rows a view has loaded: a stable sort by one column (numbers as numbers, missing values
+ * last) and the header's click cycle.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { labelText, matchesLabel, matchesPrefix, nextSort, parseLabelFilter, sortRows } from '../../src/web/app/lib/table.ts';
+import { nextSort, sortRows } from '../../src/web/app/lib/table.ts';
 
-describe('web UI: sorting and filtering loaded rows', () => {
+describe('web UI: sorting loaded rows', () => {
   it('sorts by one column, ascending or descending, numbers as numbers, names naturally', () => {
     const rows = [
       { n: 'note-10', size: 10 },
@@ -53,27 +53,5 @@ describe('web UI: sorting and filtering loaded rows', () => {
     assert.deepEqual(nextSort({ key: 'name', dir: 'asc' }, 'name'), { key: 'name', dir: 'desc' });
     assert.deepEqual(nextSort({ key: 'name', dir: 'desc' }, 'name'), { key: 'name', dir: 'asc' });
     assert.deepEqual(nextSort({ key: 'name', dir: 'desc' }, 'size'), { key: 'size', dir: 'asc' });
-  });
-
-  it('a label filter is key=value (that value) or key (any value)', () => {
-    assert.deepEqual(parseLabelFilter(' team = data '), { key: 'team', value: 'data' });
-    assert.deepEqual(parseLabelFilter('team'), { key: 'team' });
-    assert.deepEqual(parseLabelFilter('a=b=c'), { key: 'a', value: 'b=c' });
-    assert.equal(parseLabelFilter('  '), undefined);
-    assert.equal(labelText({ key: 'team', value: 'data' }), 'team=data');
-    const labels = { team: 'data', risk: 'medium' };
-    assert.equal(matchesLabel(labels, { key: 'team', value: 'data' }), true);
-    assert.equal(matchesLabel(labels, { key: 'team', value: 'ops' }), false);
-    assert.equal(matchesLabel(labels, { key: 'risk' }), true);
-    assert.equal(matchesLabel(labels, { key: 'owner' }), false);
-    assert.equal(matchesLabel({}, { key: 'constructor' }), false, 'own labels only');
-    assert.equal(matchesLabel(labels, undefined), true);
-  });
-
-  it('a name prefix matches the start of the name, case-sensitively; an empty one matches all', () => {
-    assert.equal(matchesPrefix('note-01', 'note-0'), true);
-    assert.equal(matchesPrefix('Note-01', 'note'), false);
-    assert.equal(matchesPrefix('a-note', 'note'), false);
-    assert.equal(matchesPrefix('anything', ''), true);
   });
 });

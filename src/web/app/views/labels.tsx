@@ -18,7 +18,7 @@ export function Labels({ labels }: { labels: Record<string, string> | undefined 
     <ul class="labels">
       {entries.map(([k, v]) => (
         <li key={k}>
-          <Link href={labelHref(k, v)} class="chip" title={`Show the versions of artifacts labelled ${k}=${v}`}>
+          <Link href={labelHref(k, v)} class="chip" title={`Search the artifacts labelled ${k}=${v}`}>
             <span class="sr-only">filter by label </span>
             {k}={v}
           </Link>
