@@ -71,6 +71,8 @@ export const ROUTES = {
   queryCompensations: route('GET', '/v1/query/compensations', 'read'),
   statusStates: route('GET', '/v1/status/states', 'read'),
   statusOperations: route('GET', '/v1/status/operations', 'read'),
+  getPolicy: route('GET', '/v1/policy', 'read'),
+  setPolicy: route('PUT', '/v1/policy', 'setApprovalPolicy'),
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteId = keyof typeof ROUTES;

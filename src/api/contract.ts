@@ -8,6 +8,7 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import type { RouteId } from './access.ts';
+import { POLICY_CONTRACT } from './routes/policy.ts';
 import { OperationsStatus, StateCounts } from './routes/status.ts';
 import {
   AliasBody,
@@ -137,6 +138,7 @@ export const CONTRACT = {
   queryCompensations: { schema: { querystring: StateQuery, response: { 200: QueryPage } } },
   statusStates: { schema: { response: { 200: StateCounts } } },
   statusOperations: { schema: { response: { 200: OperationsStatus } } },
+  ...POLICY_CONTRACT,
 } as const satisfies Record<RouteId, ContractEntry>;
 
 export type Contract = typeof CONTRACT;

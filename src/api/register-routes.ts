@@ -12,6 +12,7 @@ import { artifactRoutes } from './routes/artifacts.ts';
 import { attestationRoutes } from './routes/attestations.ts';
 import { lifecycleRoutes } from './routes/lifecycle.ts';
 import { opsRoutes } from './routes/ops.ts';
+import { policyRoutes } from './routes/policy.ts';
 import { queryRoutes } from './routes/queries.ts';
 import { statusRoutes } from './routes/status.ts';
 
@@ -59,6 +60,7 @@ export async function registerRoutes(app: FastifyInstance, api: Api, rawRoutes: 
     ...attestationRoutes(api),
     ...queryRoutes(api),
     ...statusRoutes(api),
+    ...policyRoutes(api),
   ];
   for (const def of defs) if (!def.upload) addRoute(app, def, rawRoutes);
   // Uploads: no parser reads the body; handlers stream request.raw to the content store.

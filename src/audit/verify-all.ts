@@ -5,6 +5,7 @@
  */
 import type { ServiceContext } from '../system/context.ts';
 import { stateKey } from '../telemetry/queue.ts';
+import { verifyApprovalPolicyLog } from './approval-policy-log.ts';
 import { allHeads } from './chain.ts';
 import { type Checkpoint, type CounterCheck, checkAuditCounter, verifyCheckpoint } from './counter.ts';
 import { verifyTokenLog } from './token-log.ts';
@@ -25,6 +26,8 @@ export interface AuditVerifySummary {
   token_log?: { entries: number; ok: boolean };
   /** The webhook endpoint log (webhook-log.ts), likewise. */
   webhook_log?: { entries: number; ok: boolean };
+  /** The approval policy log (approval-policy-log.ts), likewise. */
+  approval_policy_log?: { entries: number; ok: boolean };
 }
 
 export interface AuditVerifyOptions {
@@ -63,6 +66,8 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
   if (tokenLog && !tokenLog.ok) reports.push(tokenLog);
   const webhookLog = opts.artifactId ? undefined : await verifyWebhookLog(ctx);
   if (webhookLog && !webhookLog.ok) reports.push(webhookLog);
+  const policyLog = opts.artifactId ? undefined : await verifyApprovalPolicyLog(ctx);
+  if (policyLog && !policyLog.ok) reports.push(policyLog);
   if (opts.checkpoint)
     for (const f of await verifyCheckpoint(ctx, opts.checkpoint))
       reports.push(outsideChain(f.artifact_id, `checkpoint ${f.artifact_id}`, f.problem));
@@ -75,5 +80,6 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
     ...(counter ? { counter } : {}),
     ...(tokenLog ? { token_log: { entries: tokenLog.entries, ok: tokenLog.ok } } : {}),
     ...(webhookLog ? { webhook_log: { entries: webhookLog.entries, ok: webhookLog.ok } } : {}),
+    ...(policyLog ? { approval_policy_log: { entries: policyLog.entries, ok: policyLog.ok } } : {}),
   };
 }

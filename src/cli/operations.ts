@@ -70,6 +70,9 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'webhooks enable': 'manageWebhooks',
   'webhooks log': 'manageWebhooks',
   'webhooks changes': 'manageWebhooks',
+  'policy show': 'read',
+  'policy log': 'read',
+  'policy set': 'setApprovalPolicy',
   // A delivery pass consumes the telemetry outbox: the operator's, like `telemetry drain`.
   'webhooks deliver': 'telemetry',
   'epoch show': 'epoch',
@@ -85,6 +88,7 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'maintenance status': 'maintenance',
   'maintenance release': 'maintenance',
   'maintenance recount-states': 'maintenance',
+  'search reindex': 'maintenance',
   'lifecycle apply': 'storageRules',
   'lifecycle status': 'storageRules',
   'retention plan': 'retention',

@@ -9,6 +9,7 @@ import { registerExecCommands } from './commands/exec.ts';
 import { registerLifecycleCommands } from './commands/lifecycle.ts';
 import { registerMcpCommand } from './commands/mcp.ts';
 import { registerPinCommands } from './commands/pins.ts';
+import { registerPolicyCommands } from './commands/policy.ts';
 import { registerProfileCommands } from './commands/profile.ts';
 import { registerRecoveryCommands } from './commands/recovery.ts';
 import { registerRetentionCommands } from './commands/retention.ts';
@@ -48,6 +49,7 @@ export function buildProgram(): Command {
   registerMcpCommand(program);
   registerTelemetryCommands(program);
   registerWebhookCommands(program);
+  registerPolicyCommands(program);
   registerRecoveryCommands(program);
   registerNativeBackupCommands(program);
   registerStorageRuleCommands(program);

@@ -101,6 +101,22 @@ export class AlpClient {
     return this.http.json({ route: 'keys' });
   }
 
+  /** The installation approval policy; with a version, also what it means for that version and the caller (`review`). */
+  policy(version?: { artifactId: string; version: T.VersionRef }): Promise<T.PolicyState> {
+    const query = version ? { artifact_id: version.artifactId, version: version.version } : {};
+    return this.http.json({ route: 'getPolicy', query });
+  }
+
+  /** Replaces the approval policy (humans only); `expectedVersion` refuses a lost update (409 POLICY_CHANGED). */
+  setPolicy(policy: T.ApprovalPolicyInput, options: { expectedVersion?: number; reason?: string } = {}): Promise<T.PolicyState> {
+    const json = {
+      policy,
+      ...(options.expectedVersion === undefined ? {} : { expected_version: options.expectedVersion }),
+      ...(options.reason === undefined ? {} : { reason: options.reason }),
+    };
+    return this.http.json({ route: 'setPolicy', json });
+  }
+
   whoami(): Promise<T.WhoAmI> {
     return this.http.json({ route: 'whoami' });
   }

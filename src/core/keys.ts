@@ -146,6 +146,16 @@ export const WEBHOOK_LOG_SK_PREFIX = 'LOG#';
 export const webhookLogSk = (seq: number) => `${WEBHOOK_LOG_SK_PREFIX}${pad(seq, SEQ_DIGITS)}`;
 export const WEBHOOK_LOG_HEAD_SK = 'LOG_HEAD';
 /**
+ * APPROVAL_POLICY: the installation approval policy (issue 20 item 4, src/lifecycle/approval-policy.ts),
+ * one partition written only by `alp policy set` / `PUT /v1/policy`: the policy in force (`CURRENT`),
+ * its change log (`LOG#{seq:10}`, hash-chained, src/audit/approval-policy-log.ts) and its head (`LOG_HEAD`).
+ */
+export const APPROVAL_POLICY_PK = 'APPROVAL_POLICY';
+export const APPROVAL_POLICY_CURRENT_SK = 'CURRENT';
+export const APPROVAL_POLICY_LOG_SK_PREFIX = 'LOG#';
+export const approvalPolicyLogSk = (seq: number) => `${APPROVAL_POLICY_LOG_SK_PREFIX}${pad(seq, SEQ_DIGITS)}`;
+export const APPROVAL_POLICY_LOG_HEAD_SK = 'LOG_HEAD';
+/**
  * WHLOG#{endpoint id}: an endpoint's delivery log, `A#{at}#{ulid}` per attempt (status or error,
  * duration, attempt number; deleted after the retention period), and `OK#{event id}` once an event was
  * delivered there (deleted when its outbox record is acknowledged).

@@ -4,7 +4,8 @@
  * it). Each operation lists the principal kinds that may perform it.
  *
  * - `human`: everything an agent may do, plus approving, rejecting, archiving, moving aliases, minting
- *   tokens, managing webhook endpoints and fixing the CLI clock (ALP_NOW).
+ *   tokens, managing webhook endpoints, changing the installation approval policy and fixing the CLI
+ *   clock (ALP_NOW).
  * - `agent`: create artifacts and versions, propose and withdraw, start, upload to and finish
  *   executions, create compensations, append provenance; read everything.
  * - `service`: read only (exporters, dashboards).
@@ -42,6 +43,8 @@ export const OPERATIONS = {
   manageWebhooks: HUMANS,
   /** Fixing the clock (ALP_NOW): a token-bound agent could otherwise revive an expired approval. */
   setClock: HUMANS,
+  /** Changing the installation approval policy (quorum minimums, self-approval, lifetime, evidence). */
+  setApprovalPolicy: HUMANS,
 
   // The operator's alone.
   install: OPERATOR_ONLY,

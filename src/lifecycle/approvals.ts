@@ -1,18 +1,30 @@
 /**
- * Human approvals and rejections. An approval binds the content hash the human saw, carries an
- * evidence reference and an expiry, and counts toward the artifact's quorum only when it binds the
- * version's current hash, is unexpired, belongs to the current proposal round and is the first of its
+ * Human approvals and rejections — the one rule set. An approval binds the content hash the human saw,
+ * carries an evidence reference and an expiry, and counts toward the effective quorum (the larger of
+ * the installation approval policy's minimum for the artifact and the artifact's own quorum;
+ * approval-policy.ts) only when it binds the version's current hash, is unexpired, is younger than the
+ * policy's maximum lifetime, belongs to the current proposal round, satisfies the policy's evidence
+ * patterns, is not the proposer's own (unless the policy counts those) and is the first of its
  * principal. Reaching the quorum moves the version to APPROVED in the same transaction; any rejection
- * moves it to REJECTED.
+ * moves it to REJECTED. Every decision records the effective policy it was judged under
+ * (`approval_policy`); execution start and reproposal re-count under the policy then in force.
  */
 import { afterOps, readBackOr, readHead, runAudited } from '../audit/chain.ts';
-import { DAY_MS, isoTimestamp } from '../core/clock.ts';
+import { isoTimestamp } from '../core/clock.ts';
 import { type Digest, parseDigest } from '../core/digest.ts';
 import { IllegalTransition, InvalidInput } from '../core/errors.ts';
 import { approvalSk, approverGsiPk, artifactPk, eventGsiSk, indexShard } from '../core/keys.ts';
 import { queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertActor } from './access.ts';
+import {
+  DEFAULT_APPROVAL_TTL_MS,
+  type EffectivePolicy,
+  effectivePolicy,
+  MAX_APPROVAL_TTL_MS,
+  readApprovalPolicy,
+  unmetEvidence,
+} from './approval-policy.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, type Planned, planMove } from './moves.ts';
@@ -21,8 +33,7 @@ import { combineCountOps } from './state-counts.ts';
 import { validateText, validateVersionNumber } from './validation.ts';
 import { readVersion } from './versions.ts';
 
-export const DEFAULT_APPROVAL_TTL_MS = 7 * DAY_MS;
-export const MAX_APPROVAL_TTL_MS = 365 * DAY_MS;
+export { DEFAULT_APPROVAL_TTL_MS, MAX_APPROVAL_TTL_MS } from './approval-policy.ts';
 
 export type Decision = 'APPROVE' | 'REJECT';
 
@@ -51,6 +62,8 @@ export interface ApprovalRecord {
   counted: boolean;
   not_counted_reason?: string;
   comment?: string;
+  /** The effective policy the decision was judged under (absent on decisions made before issue 20 item 4). */
+  approval_policy?: EffectivePolicy;
   timestamp: string;
   seq: number;
 }
@@ -63,12 +76,43 @@ export async function listApprovals(ctx: ServiceContext, artifactId: string): Pr
   })) as unknown as ApprovalRecord[];
 }
 
-/** Approvals that count now for this version: current round, current hash, unexpired, one per principal. */
-export function countingApprovals(approvals: ApprovalRecord[], v: VersionItem, now: Date): ApprovalRecord[] {
+/** What the counting rule needs of a policy (an EffectivePolicy has it). */
+export type CountPolicy = Pick<EffectivePolicy, 'self_approval' | 'max_approval_lifetime_ms' | 'evidence_patterns'>;
+
+/**
+ * Whether `approverId` proposed the current round of `v` and the policy does not count that. A version
+ * proposed before proposers were recorded (no `proposed_by`) has no known proposer: not a self-approval.
+ */
+export function uncountedSelfApproval(policy: Pick<CountPolicy, 'self_approval'>, v: VersionItem, approverId: string): boolean {
+  return (
+    policy.self_approval === 'not-counted' && v.proposed_by !== undefined && principalKey(v.proposed_by.id) === principalKey(approverId)
+  );
+}
+
+/**
+ * Why approval `a` does not count now for version `v` under `policy`, or undefined when it does (the
+ * "first of its principal" rule aside: countingApprovals applies it).
+ */
+export function notCountingReason(a: ApprovalRecord, v: VersionItem, now: Date, policy: CountPolicy): string | undefined {
+  if (a.version !== v.version || a.decision !== 'APPROVE') return 'not an approval of this version';
+  if (!a.counted) return a.not_counted_reason ?? 'not counted when given';
+  if (a.round !== v.proposal_round) return `of proposal round ${a.round}, not the current ${v.proposal_round}`;
+  if (a.content_hash !== v.content_hash) return `binds ${a.content_hash}, not the version's content`;
+  if (new Date(a.expires_at).getTime() <= now.getTime()) return 'expired';
+  if (new Date(a.timestamp).getTime() + policy.max_approval_lifetime_ms <= now.getTime())
+    return `older than the policy's maximum approval lifetime (${policy.max_approval_lifetime_ms} ms)`;
+  if (uncountedSelfApproval(policy, v, a.actor.id))
+    return `${a.actor.id} proposed this round; the policy does not count a proposer's own approval`;
+  if (unmetEvidence(policy.evidence_patterns, a.evidence_ref).length > 0)
+    return "its evidence does not match the policy's evidence patterns";
+  return undefined;
+}
+
+/** Approvals that count now for this version under `policy`: notCountingReason says none, one per principal. */
+export function countingApprovals(approvals: ApprovalRecord[], v: VersionItem, now: Date, policy: CountPolicy): ApprovalRecord[] {
   const byPrincipal = new Map<string, ApprovalRecord>();
   for (const a of approvals) {
-    if (a.version !== v.version || a.decision !== 'APPROVE' || !a.counted || a.round !== v.proposal_round) continue;
-    if (a.content_hash !== v.content_hash || new Date(a.expires_at).getTime() <= now.getTime()) continue;
+    if (notCountingReason(a, v, now, policy) !== undefined) continue;
     // Distinct humans, not distinct spellings: `Ops-Lead` and `ops-lead` are one approver.
     const who = principalKey(a.actor.id);
     if (!byPrincipal.has(who)) byPrincipal.set(who, a);
@@ -76,19 +120,71 @@ export function countingApprovals(approvals: ApprovalRecord[], v: VersionItem, n
   return [...byPrincipal.values()];
 }
 
-function expiryOf(input: DecisionInput, now: Date): string {
+export interface QuorumStatus {
+  policy: EffectivePolicy;
+  counting: ApprovalRecord[];
+  met: boolean;
+}
+
+/** The effective policy in force now for the artifact, and the approvals of `v` that count under it. */
+export async function quorumStatus(ctx: ServiceContext, head: HeadItem, v: VersionItem, now: Date): Promise<QuorumStatus> {
+  const policy = effectivePolicy(await readApprovalPolicy(ctx), head);
+  const counting = countingApprovals(await listApprovals(ctx, head.artifact_id), v, now, policy);
+  return { policy, counting, met: counting.length >= policy.quorum };
+}
+
+function expiryOf(input: DecisionInput, now: Date, maxMs: number): string {
   if (input.expiresAt !== undefined && input.expiresInMs !== undefined)
     throw new InvalidInput('give expires_at or an expiry duration, not both');
+  const overPolicy = () =>
+    new InvalidInput(`the installation approval policy allows an approval to last at most ${maxMs} ms`, {
+      reason: 'APPROVAL_LIFETIME_EXCEEDS_POLICY',
+      max_approval_lifetime_ms: maxMs,
+    });
   if (input.expiresAt !== undefined) {
     const at = new Date(input.expiresAt);
     if (Number.isNaN(at.getTime())) throw new InvalidInput('expires_at must be an ISO-8601 time');
     if (at.getTime() - now.getTime() > MAX_APPROVAL_TTL_MS) throw new InvalidInput('an approval may last at most 365 days');
+    if (at.getTime() - now.getTime() > maxMs) throw overPolicy();
     return at.toISOString();
   }
-  const ttl = input.expiresInMs ?? DEFAULT_APPROVAL_TTL_MS;
+  const ttl = input.expiresInMs ?? Math.min(DEFAULT_APPROVAL_TTL_MS, maxMs);
   if (!Number.isInteger(ttl) || ttl <= 0 || ttl > MAX_APPROVAL_TTL_MS)
     throw new InvalidInput('the approval lifetime must be between 1 ms and 365 days');
+  if (ttl > maxMs) throw overPolicy();
   return new Date(now.getTime() + ttl).toISOString();
+}
+
+/** INVALID (reason EVIDENCE_REQUIRED) unless the evidence matches every pattern the policy requires. */
+function assertEvidence(policy: EffectivePolicy, evidence: string): void {
+  const unmet = unmetEvidence(policy.evidence_patterns, evidence);
+  if (unmet.length > 0)
+    throw new InvalidInput(
+      `the installation approval policy (version ${policy.version}) requires the evidence reference to match ${unmet.map((p) => JSON.stringify(p)).join(' and ')} (the whole reference); nothing was recorded`,
+      { reason: 'EVIDENCE_REQUIRED', patterns: unmet, policy_version: policy.version },
+    );
+}
+
+/** Whether a new approval counts when given, and why not. */
+function countedWhenGiven(
+  actor: Principal,
+  v: VersionItem,
+  contentHash: Digest,
+  expiresAt: string,
+  now: Date,
+  policy: EffectivePolicy,
+  current: ApprovalRecord[],
+): [boolean, string | undefined] {
+  if (contentHash !== v.content_hash) return [false, `binds ${contentHash}, not the version's content ${v.content_hash}`];
+  if (new Date(expiresAt).getTime() <= now.getTime()) return [false, 'expired when given'];
+  if (uncountedSelfApproval(policy, v, actor.id))
+    return [
+      false,
+      `${actor.id} proposed this round; the installation approval policy (version ${policy.version}) does not count a proposer's own approval`,
+    ];
+  if (current.some((a) => principalKey(a.actor.id) === principalKey(actor.id)))
+    return [false, `${actor.id} already approved this proposal`];
+  return [true, undefined];
 }
 
 export interface DecisionResult {
@@ -122,17 +218,13 @@ export async function decide(
     }
     const now = ctx.clock.now();
     const at = isoTimestamp(now);
-    const expiresAt = expiryOf(input, now);
+    const { policy, counting: current } = await quorumStatus(ctx, head, v, now);
+    const expiresAt = expiryOf(input, now, policy.max_approval_lifetime_ms);
     const contentHash = bound ?? v.content_hash;
-    let counted = true;
-    let reason: string | undefined;
     if (input.decision === 'APPROVE') {
-      const current = countingApprovals(await listApprovals(ctx, artifactId), v, now);
-      if (contentHash !== v.content_hash) [counted, reason] = [false, `binds ${contentHash}, not the version's content ${v.content_hash}`];
-      else if (new Date(expiresAt).getTime() <= now.getTime()) [counted, reason] = [false, 'expired when given'];
-      else if (current.some((a) => principalKey(a.actor.id) === principalKey(actor.id)))
-        [counted, reason] = [false, `${actor.id} already approved this proposal`];
-      const quorumReached = counted && current.length + 1 >= head.quorum;
+      assertEvidence(policy, evidence);
+      const [counted, reason] = countedWhenGiven(actor, v, contentHash, expiresAt, now, policy, current);
+      const quorumReached = counted && current.length + 1 >= policy.quorum;
       const entry = approvalEntry(ctx, artifactId, {
         version: n,
         decision: 'APPROVE',
@@ -144,9 +236,10 @@ export async function decide(
         counted,
         ...(reason ? { not_counted_reason: reason } : {}),
         ...(comment ? { comment } : {}),
+        approval_policy: policy,
       });
       const parts: Planned[] = [{ ops: [], entries: [entry] }];
-      if (quorumReached) parts.push(planMove(head, v, 'APPROVED', 'approval', actor, at, { reason: `quorum of ${head.quorum} reached` }));
+      if (quorumReached) parts.push(planMove(head, v, 'APPROVED', 'approval', actor, at, { reason: `quorum of ${policy.quorum} reached` }));
       const plan = merge(...parts);
       committed = afterOps(v, plan.ops);
       return { chains: [{ artifactId, entries: plan.entries }], ops: plan.ops };
@@ -161,6 +254,7 @@ export async function decide(
       round: v.proposal_round,
       counted: true,
       ...(comment ? { comment } : {}),
+      approval_policy: policy,
     });
     const plan = merge({ ops: [], entries: [entry] }, planMove(head, v, 'REJECTED', 'rejection', actor, at, { reason: 'rejected' }));
     const chains = [{ artifactId, entries: plan.entries }];

@@ -7,8 +7,8 @@
  * A decision statement's subject is the digest the human reviewed (the approval's `content_hash`),
  * named `<artifact name>@v<n>/<filename>`; its predicate (`urn:alp:attestation:decision:v1`) records
  * the approver, the decision, the evidence reference, the expiry, the proposal round, whether it
- * counted toward the quorum, the policy in force (the artifact's hash-chained policy: quorum, and the
- * installation's approval-lifetime bounds) and the audit entry it was read from (seq and hash), which
+ * counted toward the quorum, the policy in force (the artifact's hash-chained policy, and the
+ * installation approval policy recorded on the entry at decision time) and the audit entry it was read from (seq and hash), which
  * binds the statement to the artifact's hash chain.
  *
  * Envelopes are signed when asked for, from the stored (hash-chained) entries: the same entry always
@@ -39,14 +39,32 @@ export interface DecisionAttestation {
   envelope: DsseEnvelope;
 }
 
-/** What a decision was judged under: the artifact's chained policy and the installation's approval bounds. */
-function policyInForce(policy: Policy): Record<string, unknown> {
+/**
+ * What a decision was judged under: the artifact's chained policy, and the installation approval
+ * policy recorded on the approval entry at decision time (`approval_policy`; the policy can change
+ * later, the entry cannot). Decisions made before installation policies existed have none recorded:
+ * `installation_policy` is null and the quorum was the artifact's.
+ */
+function policyInForce(policy: Policy, approval: ApprovalRecord): Record<string, unknown> {
+  const recorded = approval.approval_policy;
+  const maxMs = recorded?.max_approval_lifetime_ms ?? MAX_APPROVAL_TTL_MS;
   return {
     quorum: policy.quorum,
     kind: policy.kind,
     labels: policy.labels,
-    approval_lifetime_default_ms: DEFAULT_APPROVAL_TTL_MS,
-    approval_lifetime_max_ms: MAX_APPROVAL_TTL_MS,
+    approval_lifetime_default_ms: Math.min(DEFAULT_APPROVAL_TTL_MS, maxMs),
+    approval_lifetime_max_ms: maxMs,
+    effective_quorum: recorded?.quorum ?? policy.quorum,
+    installation_policy: recorded
+      ? {
+          version: recorded.version,
+          hash: recorded.hash,
+          quorum: recorded.installation_quorum,
+          self_approval: recorded.self_approval,
+          max_approval_lifetime_ms: recorded.max_approval_lifetime_ms,
+          evidence_patterns: recorded.evidence_patterns,
+        }
+      : null,
   };
 }
 
@@ -80,7 +98,7 @@ export function decisionStatement(
       ...(approval.comment === undefined ? {} : { comment: approval.comment }),
       reviewed_digest: approval.content_hash,
       version_digest: version.content_hash,
-      policy: policyInForce(policy),
+      policy: policyInForce(policy, approval),
       audit_entry: { artifact_id: head.artifact_id, seq: approval.seq, hash: (approval as unknown as Item).hash },
       installation: alpBuilderId(installationId),
     },

@@ -30,7 +30,7 @@ import { cond, type Item, queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertNotFenced, fenceCheck } from '../system/fence.ts';
 import { assertActor } from './access.ts';
-import { countingApprovals, listApprovals } from './approvals.ts';
+import { quorumStatus } from './approvals.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
 import { ensureLease, instanceOf, localVerdict, ownerDead, ownerTag, parseOwner, processInstance, whileLeased } from './instance.ts';
 import { type HeadItem, type Principal, SIGNAL_NAME_PATTERN } from './model.ts';
@@ -71,11 +71,11 @@ export async function startExecution(ctx: ServiceContext, actor: Principal, arti
     const v = await readVersion(ctx.items, artifactId, n);
     const now = ctx.clock.now();
     if (v.state === 'APPROVED') {
-      const valid = countingApprovals(await listApprovals(ctx, artifactId), v, now);
-      if (valid.length < head.quorum) {
+      const { counting: valid, policy } = await quorumStatus(ctx, head, v, now);
+      if (valid.length < policy.quorum) {
         throw new Conflict(
-          `version ${n} no longer has ${head.quorum} valid approval(s) binding ${v.content_hash} (${valid.length} unexpired); propose it again for fresh approvals: alp artifact propose ${artifactId} --version ${n} (HTTP: POST /v1/artifacts/${artifactId}/versions/${n}/transitions {"to":"PROPOSED"})`,
-          { valid: valid.length, quorum: head.quorum },
+          `version ${n} no longer has ${policy.quorum} valid approval(s) binding ${v.content_hash} under the installation approval policy (version ${policy.version}) (${valid.length} still count); propose it again for fresh approvals: alp artifact propose ${artifactId} --version ${n} (HTTP: POST /v1/artifacts/${artifactId}/versions/${n}/transitions {"to":"PROPOSED"})`,
+          { valid: valid.length, quorum: policy.quorum, policy_version: policy.version },
         );
       }
     }

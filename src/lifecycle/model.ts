@@ -39,6 +39,8 @@ export interface VersionItem {
   row_version: number;
   /** Incremented each time the version enters PROPOSED; approvals count only for the current round. */
   proposal_round: number;
+  /** Who proposed the current round (absent on versions proposed before issue 20 item 4): the self-approval rule. */
+  proposed_by?: Principal;
   /** The state a COMPENSATING version returns to if its compensation fails. */
   compensating_from?: VersionState;
   [k: string]: unknown;

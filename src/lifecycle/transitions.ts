@@ -8,7 +8,7 @@ import { Conflict, InvalidInput } from '../core/errors.ts';
 import { MAX_TRANSACT_OPS, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertActor } from './access.ts';
-import { countingApprovals, listApprovals } from './approvals.ts';
+import { quorumStatus } from './approvals.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
 import { merge, type Planned, planMove } from './moves.ts';
 import { OPEN_STATES, type VersionState } from './state-machine.ts';
@@ -129,19 +129,21 @@ async function planProposal(
   at: string,
   why: string | undefined,
 ): Promise<Planned> {
-  const set = { proposal_round: target.proposal_round + 1 };
+  // The proposer of the round: the installation policy may not count their own approval.
+  const set = { proposal_round: target.proposal_round + 1, proposed_by: { id: actor.id, kind: actor.kind } };
   if (target.state !== 'APPROVED') return planMove(head, target, 'PROPOSED', 'manual', actor, at, { reason: why, set });
-  const valid = countingApprovals(await listApprovals(ctx, head.artifact_id), target, ctx.clock.now()).length;
-  if (valid >= head.quorum) {
+  const { counting, policy } = await quorumStatus(ctx, head, target, ctx.clock.now());
+  const valid = counting.length;
+  if (valid >= policy.quorum) {
     throw new Conflict(
-      `version ${target.version} is APPROVED with ${valid} valid approval(s) (quorum ${head.quorum}); start its run instead`,
+      `version ${target.version} is APPROVED with ${valid} valid approval(s) (quorum ${policy.quorum}); start its run instead`,
       {
         valid,
-        quorum: head.quorum,
+        quorum: policy.quorum,
       },
     );
   }
-  const expired = `approvals expired: ${valid} of ${head.quorum} still valid`;
+  const expired = `approvals expired: ${valid} of ${policy.quorum} still valid`;
   return planMove(head, target, 'PROPOSED', 'reproposal', actor, at, { reason: why ? `${expired}; ${why}` : expired, set });
 }
 

@@ -7,7 +7,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { readHead } from '../audit/chain.ts';
 import { resolveVersionRef } from '../lifecycle/aliases.ts';
-import { countingApprovals, listApprovals } from '../lifecycle/approvals.ts';
+import { listApprovals, quorumStatus } from '../lifecycle/approvals.ts';
 import { resolveVersion } from '../lifecycle/artifacts.ts';
 import type { VersionItem } from '../lifecycle/model.ts';
 import { propose } from '../lifecycle/transitions.ts';
@@ -31,7 +31,8 @@ const NEXT: Partial<Record<string, string>> = {
 export async function versionStatus(ctx: ServiceContext, v: VersionItem): Promise<Record<string, unknown>> {
   const head = await readHead(ctx, v.artifact_id);
   const approvals = await listApprovals(ctx, v.artifact_id);
-  const counting = new Set(countingApprovals(approvals, v, ctx.clock.now()).map((a) => a.SK));
+  const status = await quorumStatus(ctx, head, v, ctx.clock.now());
+  const counting = new Set(status.counting.map((a) => a.SK));
   const decisions = approvals
     .filter((a) => a.version === v.version)
     .map((a) => ({
@@ -58,7 +59,7 @@ export async function versionStatus(ctx: ServiceContext, v: VersionItem): Promis
     size,
     state_changed_at,
     proposal_round: v.proposal_round,
-    approvals: { counting_now: counting.size, quorum: head.quorum, decisions },
+    approvals: { counting_now: counting.size, quorum: status.policy.quorum, policy_version: status.policy.version, decisions },
     ...(v.current_run ? { current_run: v.current_run } : {}),
     ...(NEXT[v.state] ? { next: NEXT[v.state] } : {}),
   };

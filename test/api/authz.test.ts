@@ -118,6 +118,8 @@ describe('HTTP API: authorization matrix (every route × every principal kind)',
     queryCompensations: async () => ({ path: '/v1/query/compensations?state=DRAFT' }),
     statusStates: async () => ({ path: '/v1/status/states' }),
     statusOperations: async () => ({ path: '/v1/status/operations' }),
+    getPolicy: async () => ({ path: `/v1/policy?artifact_id=${await artifact('PROPOSED')}&version=1` }),
+    setPolicy: async () => ({ path: '/v1/policy', opts: { json: { policy: { self_approval: 'not-counted' }, reason: 'authz' } } }),
   };
 
   it('has a fixture for every route of the table', () => {

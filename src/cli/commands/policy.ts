@@ -1,0 +1,196 @@
+/**
+ * `alp policy show|set|log` (issue 20 item 4): the installation approval policy. Reading is anyone's;
+ * `set` is a human's or the local operator's (the access table's setApprovalPolicy: an agent token is
+ * refused, exit 6 FORBIDDEN) and records an entry of the approval policy log with the policy before
+ * and after. They run where the storage is; over HTTP the same is `GET`/`PUT /v1/policy`.
+ *
+ * Rule selectors (`--quorum-for`, `--require-evidence`): `*` (every artifact), `kind=K`,
+ * `label:KEY=VALUE`, several joined by `,` (all must hold), then `:` and the value — a quorum, or the
+ * regular expression the whole evidence reference must match. A label value written here cannot hold
+ * `,` or `:`; `--file` takes any policy as JSON.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { parseDuration } from '../../core/clock.ts';
+import { UsageError } from '../../core/errors.ts';
+import {
+  type ApprovalPolicy,
+  type ApprovalPolicyState,
+  approvalPolicyLog,
+  DEFAULT_APPROVAL_POLICY,
+  type PolicyMatch,
+  readApprovalPolicy,
+  setApprovalPolicy,
+} from '../../lifecycle/approval-policy.ts';
+import { reviewPolicy } from '../../lifecycle/review-policy.ts';
+import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** `kind=script,label:env=prod:VALUE` → the match and VALUE. */
+export function parseRule(text: string, flag: string): { match: PolicyMatch; value: string } {
+  const match: PolicyMatch = {};
+  let rest = text;
+  for (;;) {
+    if (rest.startsWith('*')) rest = rest.slice(1);
+    else if (rest.startsWith('kind=')) {
+      const end = rest.search(/[,:]/);
+      if (end < 0) break;
+      match.kind = rest.slice(5, end);
+      rest = rest.slice(end);
+    } else if (rest.startsWith('label:')) {
+      const eq = rest.indexOf('=');
+      const end = rest.slice(eq + 1).search(/[,:]/);
+      if (eq < 0 || end < 0) break;
+      match.labels = { ...match.labels, [rest.slice(6, eq)]: rest.slice(eq + 1, eq + 1 + end) };
+      rest = rest.slice(eq + 1 + end);
+    } else break;
+    if (rest.startsWith(',')) rest = rest.slice(1);
+    else if (rest.startsWith(':')) return { match, value: rest.slice(1) };
+    else break;
+  }
+  throw new UsageError(`${flag} ${JSON.stringify(text)}: expected SELECTOR:VALUE, SELECTOR = * | kind=K | label:KEY=VALUE (joined by ,)`);
+}
+
+function matchText(m: PolicyMatch): string {
+  const parts = [...(m.kind ? [`kind=${m.kind}`] : []), ...Object.entries(m.labels ?? {}).map(([k, v]) => `label:${k}=${v}`)];
+  return parts.length ? parts.join(',') : '*';
+}
+
+function durationText(ms: number): string {
+  const day = 86_400_000;
+  return ms % day === 0 ? `${ms / day}d` : ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${ms} ms`;
+}
+
+function policyLines(s: ApprovalPolicyState): string[] {
+  const p = s.policy;
+  return [
+    `version ${s.version}${s.version === 0 ? ' (never set: the defaults)' : ` by ${s.updated_by?.id} at ${s.updated_at}`}  ${s.hash}`,
+    `min quorum:            ${p.min_quorum}`,
+    ...p.quorum_rules.map((r) => `quorum for ${matchText(r.match)}: ${r.quorum}`),
+    `self-approval:         ${p.self_approval}`,
+    `max approval lifetime: ${durationText(p.max_approval_lifetime_ms)}`,
+    ...p.evidence_rules.map((r) => `evidence for ${matchText(r.match)}: /${r.pattern}/ (whole reference)`),
+  ];
+}
+
+interface SetFlags {
+  file?: string;
+  reset?: boolean;
+  quorum?: string;
+  quorumFor: string[];
+  clearQuorumRules?: boolean;
+  selfApproval?: string;
+  maxApprovalLifetime?: string;
+  requireEvidence: string[];
+  clearEvidence?: boolean;
+}
+
+/** The policy `set` writes: the base (the file, the defaults with --reset, else the policy in force) with the flags applied. */
+async function desiredPolicy(current: ApprovalPolicy, o: SetFlags): Promise<Record<string, unknown>> {
+  const base: Record<string, unknown> = o.file
+    ? (JSON.parse(await readFile(o.file, 'utf8')) as Record<string, unknown>)
+    : { ...(o.reset ? DEFAULT_APPROVAL_POLICY : current) };
+  const quorum = parseIntOption('--quorum', o.quorum, { min: 1, max: 10 });
+  if (quorum !== undefined) base.min_quorum = quorum;
+  if (o.clearQuorumRules) base.quorum_rules = [];
+  if (o.quorumFor.length > 0)
+    base.quorum_rules = o.quorumFor.map((t) => {
+      const { match, value } = parseRule(t, '--quorum-for');
+      return { match, quorum: parseIntOption('--quorum-for', value, { min: 1, max: 10 }) };
+    });
+  if (o.selfApproval !== undefined) base.self_approval = o.selfApproval;
+  if (o.maxApprovalLifetime !== undefined) {
+    const ms = parseDuration(o.maxApprovalLifetime);
+    if (ms === undefined) throw new UsageError('--max-approval-lifetime must be a duration like 30d, 12h or 90m');
+    base.max_approval_lifetime_ms = ms;
+  }
+  if (o.clearEvidence) base.evidence_rules = [];
+  if (o.requireEvidence.length > 0)
+    base.evidence_rules = o.requireEvidence.map((t) => {
+      const { match, value } = parseRule(t, '--require-evidence');
+      return { match, pattern: value };
+    });
+  return base;
+}
+
+export function registerPolicyCommands(program: Command): void {
+  const policy = program
+    .command('policy')
+    .description('the installation approval policy (quorum minimums, self-approval, lifetime, evidence)');
+  policy
+    .command('show')
+    .description('the policy in force; with --artifact and --version, what it means for that version and you')
+    .option('--artifact <id>', 'an artifact id')
+    .option('--version <n>', 'its version')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const state = await readApprovalPolicy(rt.ctx);
+        if ((o.artifact === undefined) !== (o.version === undefined)) throw new UsageError('give --artifact and --version together');
+        const n = parseIntOption('--version', o.version, { min: 1 });
+        const review = o.artifact && n ? await reviewPolicy(rt.ctx, await actingPrincipal(rt), o.artifact, n) : undefined;
+        output(rt.opts, review ? { ...state, review } : state, () => [
+          ...policyLines(state),
+          ...(review
+            ? [
+                `${review.artifact_id} v${review.version} (${review.state}): quorum ${review.quorum} (installation ${review.installation_quorum}, artifact ${review.artifact_quorum}), ${review.counted_so_far} counted so far`,
+                `your approval: ${review.your_approval.counts ? 'would count' : `would not count (${review.your_approval.reason})`}`,
+              ]
+            : []),
+        ]);
+      }),
+    );
+  policy
+    .command('set')
+    .description('change the policy (humans only; recorded in the approval policy log with before and after)')
+    .option('--file <policy.json>', 'the whole policy as JSON (`alp policy show --json` → .policy); flags apply on top')
+    .option('--reset', 'start from the defaults instead of the policy in force')
+    .option('--quorum <n>', 'the minimum quorum for every artifact (1–10)')
+    .option(
+      '--quorum-for <selector:n>',
+      'a minimum quorum for matching artifacts, e.g. kind=migration:2, label:env=prod:3 (repeatable; replaces the rules)',
+      collect,
+      [],
+    )
+    .option('--clear-quorum-rules', 'no per-kind/label quorum rules')
+    .option('--self-approval <mode>', "counted | not-counted: whether a proposer's own approval counts")
+    .option('--max-approval-lifetime <duration>', 'an approval counts at most this long after it was given (e.g. 7d, 12h)')
+    .option(
+      '--require-evidence <selector:regex>',
+      "evidence the whole reference must match, e.g. '*:CR-[0-9]+' (repeatable; replaces the rules)",
+      collect,
+      [],
+    )
+    .option('--clear-evidence', 'no evidence rules')
+    .option('--expected-version <n>', 'refuse unless this policy version is in force (exit 4)')
+    .option('--reason <text>', 'why (kept in the approval policy log)')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const actor = await actingPrincipal(rt);
+        const current = await readApprovalPolicy(rt.ctx);
+        const desired = await desiredPolicy(current.policy, o as SetFlags);
+        const expected = parseIntOption('--expected-version', o.expectedVersion, { min: 0 }) ?? current.version;
+        const r = await setApprovalPolicy(rt.ctx, actor, desired, { expectedVersion: expected, reason: o.reason });
+        output(rt.opts, r, () => [
+          r.changed ? `approval policy version ${r.version} in force` : 'unchanged (that policy is in force)',
+          ...policyLines(r),
+        ]);
+      }),
+    );
+  policy
+    .command('log')
+    .description('every change of the policy, with before and after (hash-chained; alp audit verify checks it)')
+    .action(async (_o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const events = await approvalPolicyLog(rt.ctx);
+        output(rt.opts, { events }, () =>
+          events.length === 0
+            ? ['no changes: the default policy is in force']
+            : events.map(
+                (e) =>
+                  `#${e.seq}  ${e.timestamp}  version ${e.version}  by ${e.by.id} (${e.by.kind})  ${e.before_hash} -> ${e.after_hash}${e.reason ? `  reason ${JSON.stringify(e.reason)}` : ''}`,
+              ),
+        );
+      }),
+    );
+}
