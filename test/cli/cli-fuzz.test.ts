@@ -91,6 +91,8 @@ describe('CLI: hostile argv', () => {
       return JSON.parse(r.stdout) as Record<string, unknown>;
     };
     await json(['init']);
+    // One operator proposes and approves below: the approval policy must count a proposer's own approval (issue 20 item 4).
+    await json(['policy', 'set', '--self-approval', 'counted', '--reason', 'single-operator fixture']);
     const file = path.join(sandbox, 'in', 'run.sh');
     const artifact = (await json(['artifact', 'create', '--name', 'fuzz', '--file', file])).artifact_id as string;
     const proposed = (await json(['artifact', 'create', '--name', 'fuzz-p', '--file', file])).artifact_id as string;

@@ -137,6 +137,13 @@ describe('web UI end to end (Chromium)', { timeout: 300_000 }, () => {
       await page.getByText('sha256 recomputed in this browser matches the digest').waitFor();
       // The exact digest being approved is shown.
       assert.equal((await text(page.getByTestId('approve-digest'))).trim(), data.migration.v2);
+      // The effective approval policy (issue 20 item 4): quorum needed, counted so far, whether this human's approval would count, evidence, lifetime.
+      const policy = page.getByTestId('review-policy');
+      await policy.waitFor();
+      assert.equal(await text(policy.getByTestId('policy-quorum')), 'Quorum: 0 of 1 human approval counted so far.');
+      assert.equal(await text(policy.getByTestId('policy-yours')), 'Your approval would count.');
+      assert.equal(await text(policy.getByTestId('policy-evidence')), 'Evidence: any reference.');
+      assert.equal(await text(policy.getByTestId('policy-lifetime')), 'An approval counts for at most 365 days after it is given.');
 
       // Provenance: a graph, with the input from another artifact linked to it.
       await page.getByRole('navigation', { name: 'Artifact views' }).getByRole('link', { name: 'Provenance' }).click();

@@ -170,7 +170,18 @@ describe('DSSE attestations verified by Python (python3-cryptography)', () => {
       labels: { team: 'ops' },
       approval_lifetime_default_ms: 7 * 86_400_000,
       approval_lifetime_max_ms: 365 * 86_400_000,
+      // Issue 20 item 4: the installation approval policy recorded on the entry at decision time (never set here: version 0, the defaults).
+      effective_quorum: 1,
+      installation_policy: {
+        version: 0,
+        hash: p.policy.installation_policy.hash,
+        quorum: 1,
+        self_approval: 'not-counted',
+        max_approval_lifetime_ms: 365 * 86_400_000,
+        evidence_patterns: [],
+      },
     });
+    assert.match(p.policy.installation_policy.hash, /^sha256:[0-9a-f]{64}$/);
     assert.deepEqual(p.audit_entry, { artifact_id: id, seq: approval.approval.seq, hash: approval.approval.hash });
     assert.equal(p.installation, `urn:alp:installation:${alp.status.installation_id}`);
 

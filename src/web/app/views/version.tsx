@@ -11,6 +11,7 @@ import { formatBytes, formatTime, shortDigest } from '../lib/format.ts';
 import { Link } from '../router.tsx';
 import { DecisionWord, StandingNote } from './approvals.tsx';
 import { ChangesSincePrevious, ProvenanceSummary } from './review.tsx';
+import { PolicyNote } from './review-policy.tsx';
 import { ByteViewer } from './viewer.tsx';
 
 export function VersionView({
@@ -244,8 +245,9 @@ function DecisionPanel({
       </p>
       <p class="muted">
         {v.filename}, {formatBytes(v.size)}. The decision is bound to this digest: if the content were different, the approval would not
-        count. Quorum: {counted} of {art.quorum} human approval{art.quorum === 1 ? '' : 's'} counted so far.
+        count.
       </p>
+      <PolicyNote key={`${v.state}-${counted}`} artifactId={art.artifact_id} version={v.version} />
       <form onSubmit={submit} class="decide-form">
         <div class="field">
           <label for="evidence">Evidence reference</label>
