@@ -5,7 +5,8 @@
  * `commitAudited`: one transaction holding the domain writes, the audit items of one or more artifact
  * chains, each HEAD update (conditioned on the sequence it read), the registered publish checks
  * (ctx.publishChecks: the retention guard), the maintenance-fence check (system/fence.ts) and the
- * registered audit sinks' operations (ctx.auditSinks: telemetry).
+ * registered audit sinks' operations (ctx.auditSinks: telemetry), and one transparency-log pending
+ * marker per chain (tlog/markers.ts).
  */
 import { isoTimestamp } from '../core/clock.ts';
 import type { Digest } from '../core/digest.ts';
@@ -19,6 +20,7 @@ import { fenceCheck } from '../system/fence.ts';
 import { type AuditType, auditHash } from './hash.ts';
 import { assertPolicyBound } from './policy.ts';
 import { commitWithSinks, sinkOpsFor } from './sink-commit.ts';
+import { markersFor } from './tlog/markers.ts';
 
 export { AUDIT_TYPES, type AuditType, auditHash, hashedPart, isAuditType, RESERVATION_PREFIX, VIEW_FIELDS } from './hash.ts';
 
@@ -57,10 +59,12 @@ const MAX_HEAD_RETRIES = 10;
 
 /**
  * Operations every audit transaction adds beyond the plan's ops and entries: the HEAD update, the
- * maintenance-fence check and one audit-sink fallback (the telemetry drop counter). Plans must fit in
- * MAX_TRANSACT_OPS - AUDIT_RESERVED_OPS.
+ * transparency log's pending marker of that chain (tlog/markers.ts), the maintenance-fence check and
+ * one audit-sink fallback (the telemetry drop counter). Plans must fit in
+ * MAX_TRANSACT_OPS - AUDIT_RESERVED_OPS; a plan that extends a second chain counts that chain's HEAD
+ * and marker itself.
  */
-export const AUDIT_RESERVED_OPS = 3;
+export const AUDIT_RESERVED_OPS = 4;
 
 /**
  * The result of a change that committed: read fresh when the store answers, else the state the commit
@@ -189,15 +193,21 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
     type: i.type as string,
     aggregate_id: i.artifact_id as string,
     timestamp,
+    seq: i.seq as number,
+    hash: i.hash as string,
   }));
   const published = plan.published ?? [];
   const guards = published.length === 0 ? [] : ctx.publishChecks.flatMap((check) => check(ctx.content, published, ctx.layout));
+  // The transparency log's pending markers (one per chain; last, so the indexes above keep their meaning).
+  const markers: TransactOp[] =
+    ctx.tlogMarkers === false ? [] : markersFor(events, ctx.layout.telemetry_shards).map((item) => ({ op: 'put', item }));
   const core = [
     ...domainOps,
     ...auditOps,
     ...headOps,
     ...guards,
     fenceCheck(ctx, { kind: 'artifacts', ids: plan.chains.map((c) => c.artifactId) }),
+    ...markers,
   ];
   const firstHead = domainOps.length + auditOps.length;
   const firstGuard = firstHead + headOps.length;
@@ -223,9 +233,9 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
     if (i !== undefined && i >= domainOps.length && i < firstHead) throw new HeadMoved();
     throw new Conflict('the artifact changed concurrently; nothing was written', { failedIndex: i });
   }
-  for (const sink of ctx.auditSinks) {
+  for (const observe of [...ctx.auditSinks.map((s) => s.committed?.bind(s)), ...(ctx.commitObservers ?? [])]) {
     try {
-      sink.committed?.(items);
+      observe?.(items);
     } catch {
       // an observer never fails a committed write
     }

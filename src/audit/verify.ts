@@ -13,6 +13,7 @@ import { aliasDifferences, aliasEntryProblems } from './alias-chain.ts';
 import { auditHash, isAuditType, RESERVATION_PREFIX } from './chain.ts';
 import { loadChain } from './history.ts';
 import { chainedPolicyProblems, firstChainedPolicy, policyProblems } from './policy.ts';
+import { markerProblems } from './tlog/markers.ts';
 
 export interface ChainFinding {
   artifact_id: string;
@@ -57,6 +58,7 @@ export async function verifyArtifactAudit(ctx: ServiceContext, artifactId: strin
     add(`${head.PK} HEAD`, `HEAD says ${head.audit_seq} audit entries, the chain has ${entries.length}`);
   if ((head.audit_head_hash ?? null) !== prev) add(`${head.PK} HEAD`, 'HEAD audit_head_hash is not the hash of the last entry');
   await crossCheck(ctx, head, entries, live, add);
+  for (const p of markerProblems(entries, live)) add(p.row, p.problem);
   const versions = live.filter((i) => i.type === 'version');
   for (const p of [...chainedPolicyProblems(entries), ...(await policyProblems(ctx, head, firstChainedPolicy(entries), versions))])
     add(p.row, p.problem);

@@ -43,11 +43,11 @@
 import type { Readable } from 'node:stream';
 import type { Digest } from '../core/digest.ts';
 import { Conflict } from '../core/errors.ts';
-import { HISTORY_SEGMENT_PREFIX, isImmutableKey } from '../core/object-keys.ts';
+import { HISTORY_SEGMENT_PREFIX, isImmutableKey, TLOG_IMMUTABLE_PREFIXES } from '../core/object-keys.ts';
 
 /** Whether publication at `key` must never replace what is there (see the contract above). */
 export function isCreateOnlyKey(key: string): boolean {
-  return isImmutableKey(key) || key.startsWith(HISTORY_SEGMENT_PREFIX);
+  return isImmutableKey(key) || key.startsWith(HISTORY_SEGMENT_PREFIX) || TLOG_IMMUTABLE_PREFIXES.some((p) => key.startsWith(p));
 }
 
 /** The error of a writer that lost a create-only key to other bytes. */

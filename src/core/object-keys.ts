@@ -133,6 +133,11 @@ export function validateListPrefix(prefix: string): void {
  * segments are not deleted).
  */
 export const HISTORY_SEGMENT_PREFIX = 'history/segments/';
+/**
+ * The transparency log's immutable objects (audit/tlog/objects.ts): tiles, entry bundles and batch
+ * manifests, create-only like artifacts (a round redone after a crash writes the same bytes again).
+ */
+export const TLOG_IMMUTABLE_PREFIXES = ['tlog/tile/', 'tlog/batches/'] as const;
 export const historySegmentKey = (artifactId: string, digestHex: string) => {
   if (!/^[0-9a-f]{64}$/.test(digestHex)) throw new InvalidInput('a segment key needs a sha256 hex digest');
   return `${HISTORY_SEGMENT_PREFIX}${artifactId}/${digestHex}.jsonl.gz`;

@@ -1,9 +1,12 @@
+import { markersEnabled } from '../audit/tlog/markers.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { type TelemetryLimits, telemetryLimitsFromEnv } from '../telemetry/limits.ts';
 import { TelemetryQueue } from '../telemetry/queue.ts';
 
 /**
- * Plugs the telemetry outbox into the audit transaction of every entry point (CLI, HTTP server): each
+ * Turns the transparency log's pending markers off when ALP_TLOG_MARKERS=off (a benchmark's reference
+ * run only; audit/tlog/markers.ts), and plugs the telemetry outbox into the audit transaction of
+ * every entry point (CLI, HTTP server): each
  * audit insert also enqueues one record per event, or counts a drop when the event's shard is full
  * (the installation's layout.telemetry_shards, used when this process initialises the outbox).
  *
@@ -17,6 +20,7 @@ export async function attachAuditSinks(ctx: ServiceContext, opts: { limits?: Par
     clock: ctx.clock,
     shards: ctx.layout.telemetry_shards,
   });
+  if (!markersEnabled()) ctx.tlogMarkers = false;
   ctx.auditSinks.push(queue.auditSink());
   return queue;
 }

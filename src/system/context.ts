@@ -42,6 +42,16 @@ export interface ServiceContext {
    * absent when none is configured, and then only what must sign fails.
    */
   signingKey?: InstallationKeySource;
+  /**
+   * Whether audit transactions write the transparency log's pending markers (audit/tlog/markers.ts):
+   * on unless false (runtime/ sets false for ALP_TLOG_MARKERS=off, a benchmark's reference run only).
+   */
+  tlogMarkers?: boolean;
+  /**
+   * Told the entries of every audit transaction once it committed, after the sinks (the server's
+   * transparency-log loop asks for a round). Observation only; never counted as a sink.
+   */
+  commitObservers?: Array<(entries: readonly Item[]) => void>;
 }
 
 export interface AuditEvent {
@@ -54,6 +64,9 @@ export interface AuditEvent {
    * their own log), which the installation-wide append counter (src/audit/counter.ts) must not count.
    */
   chained?: false;
+  /** A chain entry's seq and hash (audit/chain.ts sets them): the transparency log's markers need them. */
+  seq?: number;
+  hash?: string;
 }
 
 /**

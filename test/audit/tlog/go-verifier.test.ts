@@ -20,12 +20,23 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { formatCheckpointBody, signCheckpoint } from '../../../src/audit/tlog/checkpoint.ts';
+import { acquireLease } from '../../../src/audit/tlog/lease.ts';
 import { auditLeafHash, type Hash } from '../../../src/audit/tlog/merkle.ts';
 import { keyHash, verifierKey } from '../../../src/audit/tlog/note.ts';
+import { contentTileReader, readLeafEntries } from '../../../src/audit/tlog/objects.ts';
+import { runRound } from '../../../src/audit/tlog/sequencer.ts';
+import { readLogState } from '../../../src/audit/tlog/state.ts';
 import { appendLeaves, TiledTree, tilePath, tilesOf } from '../../../src/audit/tlog/tiles.ts';
 import type { Digest } from '../../../src/core/digest.ts';
+import { addVersion, createArtifact } from '../../../src/lifecycle/artifacts.ts';
+import { propose } from '../../../src/lifecycle/transitions.ts';
+import { attachAuditSinks } from '../../../src/runtime/sinks.ts';
+import { initInstallation } from '../../../src/system/installation.ts';
+import { installationSigner } from '../../../src/system/installation-key.ts';
 import { keySigner, openFileSigner } from '../../../src/system/signing-key.ts';
-import { tempDir } from '../../helpers/tmp.ts';
+import { embeddedContext } from '../../helpers/context.ts';
+import { bytesOf, tempDir } from '../../helpers/tmp.ts';
+import { agent } from '../../helpers/walk.ts';
 import { MemoryTiles } from './memory-tiles.ts';
 
 const GO_SOURCE = path.resolve(import.meta.dirname, 'go-verifier');
@@ -297,6 +308,77 @@ describe('Go sumdb/tlog verifies ALP roots and proofs', () => {
       assert.equal(r.ok, true, `tile ${String(t.id)} differs from Go's`);
       // Go's path carries the height (tile/H/L/N), C2SP's does not (tile/L/N).
       assert.equal(r.go_path?.replace(/^tile\/\d+\//, 'tile/'), paths.get(t.id as string));
+    }
+  });
+});
+
+describe('Go verifies a checkpoint of the wired log (issue 20 item 1)', () => {
+  it("opens the sequencer's signed checkpoint, recomputes its root from the bundles' records, checks proofs and tiles read from the content store", async () => {
+    const ctx = await embeddedContext();
+    try {
+      await initInstallation(ctx);
+      await attachAuditSinks(ctx);
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const { head } = await createArtifact(ctx, agent, { name: `go${i}`, filename: 'a.sh', body: bytesOf(`echo ${i}`) });
+        ids.push(head.artifact_id);
+      }
+      for (let round = 0; round < 3; round++) {
+        for (const id of ids) await propose(ctx, agent, id).catch(() => undefined);
+        for (const id of ids.slice(0, 2 + round)) await addVersion(ctx, agent, id, { filename: 'a.sh', body: bytesOf(`v${round}`) });
+        const lease = await acquireLease(ctx, 'go');
+        assert.ok(lease);
+        await runRound(ctx, lease, { maxLeaves: 7 + round * 50 }); // several batches, tiles extended across rounds
+      }
+      const lease = await acquireLease(ctx, 'go');
+      assert.ok(lease);
+      let r = await runRound(ctx, lease);
+      while (r.appended > 0) r = await runRound(ctx, lease);
+      const signer = await installationSigner(ctx);
+      assert.ok(r.checkpoint);
+      const state = await readLogState(ctx);
+      const entries = await readLeafEntries(ctx.content, 0, state.size);
+      const records = entries.map((e) => e.hash.slice('sha256:'.length));
+      const tree = new TiledTree(state.size, contentTileReader(ctx.content));
+      const tiles = await Promise.all(
+        tilesOf(state.size).map(async (t) => {
+          const [data] = await contentTileReader(ctx.content).readTiles([t]);
+          return {
+            id: `tile-${t.level}-${t.index}-${t.width}`,
+            size: state.size,
+            height: 8,
+            level: t.level,
+            index: t.index,
+            width: t.width,
+            data: b64((data as Uint8Array).subarray(0, t.width * 32)),
+          };
+        }),
+      );
+      const inclusion = await Promise.all(
+        [0, Math.floor(state.size / 2), state.size - 1].map(async (i) => ({
+          id: `inc-${i}`,
+          size: state.size,
+          index: i,
+          root: b64(state.root),
+          proof: (await tree.inclusionProof(i)).map(b64),
+        })),
+      );
+      const results = runGo({
+        records,
+        notes: [{ id: 'checkpoint', note: r.checkpoint, vkey: verifierKey(signer.name, signer.publicKey) }],
+        roots: [{ id: 'root', size: state.size, root: b64(state.root) }],
+        inclusion,
+        tiles,
+      });
+      const note = result(results, 'checkpoint');
+      assert.equal(note.ok, true, note.error);
+      assert.equal(note.size, state.size);
+      assert.equal(note.root, b64(state.root));
+      assert.equal(result(results, 'root').ok, true, "Go's root of the bundles' records is the checkpoint's");
+      for (const c of inclusion) assert.equal(result(results, c.id).ok, true, c.id);
+      for (const t of tiles) assert.equal(result(results, t.id).ok, true, t.id);
+    } finally {
+      await ctx.items.close();
     }
   });
 });

@@ -1,0 +1,220 @@
+/**
+ * One sequencer round of the transparency log (issue 20 item 1; docs/design.md §10 "Sequencing"),
+ * under the lease (lease.ts):
+ *
+ *   i.   read STATE; finish marking the last committed batch's markers (an interrupted step vi);
+ *   ii.  reuse the manifest at `size` if a crashed round left one, else list pending markers (GSI1
+ *        `TLOGQ#{s}` of every shard, then a consistent batch-get: only markers without leaf_index),
+ *        order them (timestamp, artifact, first_seq) and write the manifest (create-only: of two
+ *        racing rounds one manifest wins, and the loser uses it);
+ *   iii. append the leaves: write the tiles and entry bundles (create-only, deterministic);
+ *   iv.  sign the checkpoint of the new size (when the installation has a key);
+ *   v.   commit STATE conditioned on the size read and on the lease token;
+ *   vi.  mark each marker of the batch (leaf_index, GSI1 keys removed).
+ *
+ * A crash before v leaves unreferenced objects and pending markers: the next round redoes the batch
+ * from its manifest, writing the same bytes. A crash after v: the next round's step i marks them
+ * before it lists anything, so no marker is listed pending once its leaves are committed.
+ */
+
+import type { Digest } from '../../core/digest.ts';
+import { ConditionFailed, Conflict } from '../../core/errors.ts';
+import { forEachLimited } from '../../core/limit.ts';
+import { cond, type Item, type ItemKey } from '../../store/item-store.ts';
+import type { ServiceContext } from '../../system/context.ts';
+import { installationSigner } from '../../system/installation-key.ts';
+import { signCheckpoint } from './checkpoint.ts';
+import { type Lease, leaseCheck, STATE_KEY } from './lease.ts';
+import { isMarker, type Marker, markerKey, pendingGsiPk } from './markers.ts';
+import { auditLeafHash } from './merkle.ts';
+import { bundlesAfter, contentTileReader, manifestKey, readObject, tileKey, writeObject } from './objects.ts';
+import { type BatchManifest, type LogState, manifestLeaves, parseManifest, readLogState } from './state.ts';
+import { appendLeaves, TiledTree } from './tiles.ts';
+
+export const DEFAULT_BATCH_LEAVES = 4096;
+
+/** The steps of a round, for a test that interrupts one (a crash between steps). */
+export type RoundStep = 'marked-previous' | 'manifest' | 'objects' | 'committed' | 'marked';
+
+export interface RoundOptions {
+  maxLeaves?: number;
+  /** Called after each step; throwing there is a crash at that point (tests). */
+  afterStep?: (step: RoundStep) => void | Promise<void>;
+}
+
+export interface RoundResult {
+  size: number;
+  appended: number;
+  checkpoint?: string;
+}
+
+/** Runs one round; the lease must be held. */
+export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOptions = {}): Promise<RoundResult> {
+  const step = opts.afterStep ?? (() => undefined);
+  const state = await readLogState(ctx);
+  if (state.batchStart !== undefined) await markBatch(ctx, await readManifest(ctx, state.batchStart));
+  await step('marked-previous');
+  const batch = await nextBatch(ctx, state, opts.maxLeaves ?? DEFAULT_BATCH_LEAVES);
+  if (!batch) return ensureSigned(ctx, lease, state);
+  await step('manifest');
+  const leaves = manifestLeaves(batch);
+  const reader = contentTileReader(ctx.content);
+  const { size, tiles } = await appendLeaves(
+    state.size,
+    leaves.map((l) => auditLeafHash(l.hash)),
+    reader,
+  );
+  const bundles = await bundlesAfter(ctx.content, state.size, leaves);
+  await Promise.all([
+    ...tiles.map((t) => writeObject(ctx.content, tileKey(t), t.data)),
+    ...bundles.map((b) => writeObject(ctx.content, b.key, b.bytes)),
+  ]);
+  await step('objects');
+  const root = await new TiledTree(size, reader).root();
+  const checkpoint = await signedNote(ctx, size, root);
+  await commitState(ctx, lease, state, { size, root, batchStart: batch.start, checkpoint });
+  await step('committed');
+  await markBatch(ctx, batch);
+  await step('marked');
+  return { size, appended: leaves.length, ...(checkpoint ? { checkpoint } : {}) };
+}
+
+async function readManifest(ctx: ServiceContext, start: number): Promise<BatchManifest> {
+  const bytes = await readObject(ctx.content, manifestKey(start));
+  if (!bytes) throw new Conflict(`the transparency log's batch manifest at ${start} is missing`, { key: manifestKey(start) });
+  return parseManifest(bytes, start);
+}
+
+/** The batch at `state.size`: a crashed round's manifest, else a new one from the pending markers. */
+async function nextBatch(ctx: ServiceContext, state: LogState, maxLeaves: number): Promise<BatchManifest | undefined> {
+  const existing = await readObject(ctx.content, manifestKey(state.size));
+  if (existing) return parseManifest(existing, state.size);
+  const pending = await pendingMarkers(ctx, maxLeaves);
+  if (pending.length === 0) return undefined;
+  let at = state.size;
+  const manifest: BatchManifest = {
+    format: 'alp-tlog-batch/1',
+    start: state.size,
+    markers: pending.map((m) => {
+      const leafStart = at;
+      at += m.hashes.length;
+      return {
+        artifact_id: m.artifact_id,
+        first_seq: m.first_seq,
+        last_seq: m.last_seq,
+        leaf_start: leafStart,
+        hashes: m.hashes as Digest[],
+      };
+    }),
+  };
+  try {
+    await writeObject(ctx.content, manifestKey(state.size), Buffer.from(JSON.stringify(manifest)));
+  } catch (e) {
+    if (!(e instanceof Conflict)) throw e;
+    return readManifest(ctx, state.size); // another round's manifest won the key: the batch is that one
+  }
+  return manifest;
+}
+
+/** Pending markers of every shard, oldest first, up to about `maxLeaves` leaves (at least one marker). */
+export async function pendingMarkers(ctx: ServiceContext, maxLeaves: number): Promise<Marker[]> {
+  const keys: ItemKey[] = [];
+  for (let s = 0; s < ctx.layout.telemetry_shards; s++) {
+    let cursor: string | undefined;
+    let n = 0;
+    do {
+      const page = await ctx.items.query({
+        index: 'GSI1',
+        pk: pendingGsiPk(s),
+        limit: Math.min(1000, maxLeaves),
+        ...(cursor ? { cursor } : {}),
+      });
+      for (const i of page.items) keys.push({ PK: i.PK, SK: i.SK });
+      n += page.items.length;
+      cursor = page.cursor;
+    } while (cursor && n < maxLeaves);
+  }
+  const found: Marker[] = [];
+  for (let i = 0; i < keys.length; i += 100) {
+    for (const item of await ctx.items.batchGet(keys.slice(i, i + 100)))
+      if (isMarker(item) && item.leaf_index === undefined) found.push(item);
+  }
+  found.sort((a, b) => cmp(a.timestamp, b.timestamp) || cmp(a.artifact_id, b.artifact_id) || a.first_seq - b.first_seq);
+  const out: Marker[] = [];
+  let leaves = 0;
+  for (const m of found) {
+    if (out.length > 0 && leaves + m.hashes.length > maxLeaves) break;
+    out.push(m);
+    leaves += m.hashes.length;
+  }
+  return out;
+}
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+async function signedNote(ctx: ServiceContext, size: number, root: Uint8Array): Promise<string | undefined> {
+  const signer = await installationSigner(ctx).catch(() => undefined);
+  if (!signer) return undefined;
+  return signCheckpoint({ origin: signer.name, size, root }, signer);
+}
+
+/** STATE moves to `next` only from the size read, and only while the lease is this round's. */
+async function commitState(
+  ctx: ServiceContext,
+  lease: Lease,
+  read: LogState,
+  next: { size: number; root: Uint8Array; batchStart?: number; checkpoint?: string | undefined },
+): Promise<void> {
+  const item: Item = {
+    ...STATE_KEY,
+    type: 'tlog_state',
+    size: next.size,
+    root: Buffer.from(next.root).toString('base64'),
+    ...(next.batchStart !== undefined ? { batch_start: next.batchStart } : {}),
+    ...(next.checkpoint ? { checkpoint: next.checkpoint } : {}),
+    updated_at: ctx.clock.now().toISOString(),
+  };
+  try {
+    await ctx.items.transactWrite([
+      leaseCheck(lease),
+      { op: 'put', item, condition: read.exists ? cond.eq('size', read.size) : cond.notExists() },
+    ]);
+  } catch (e) {
+    if (e instanceof ConditionFailed)
+      throw new Conflict(
+        e.failedIndex === 0
+          ? 'the transparency log lease was taken over; this round did not commit'
+          : 'the transparency log moved under this round',
+      );
+    throw e;
+  }
+}
+
+/** With nothing to append: the state as it is, its checkpoint signed if it is not yet (a key configured since). */
+async function ensureSigned(ctx: ServiceContext, lease: Lease, state: LogState): Promise<RoundResult> {
+  if (state.checkpoint) return { size: state.size, appended: 0, checkpoint: state.checkpoint };
+  const checkpoint = await signedNote(ctx, state.size, state.root);
+  if (!checkpoint) return { size: state.size, appended: 0 };
+  await commitState(ctx, lease, state, {
+    size: state.size,
+    root: state.root,
+    ...(state.batchStart !== undefined ? { batchStart: state.batchStart } : {}),
+    checkpoint,
+  });
+  return { size: state.size, appended: 0, checkpoint };
+}
+
+/** Sets each marker's leaf_index (idempotent: a marker marked already is left as it is). */
+async function markBatch(ctx: ServiceContext, batch: BatchManifest): Promise<void> {
+  await forEachLimited(batch.markers, 16, async (m) => {
+    try {
+      await ctx.items.update(
+        markerKey(m.artifact_id, m.first_seq),
+        { set: { leaf_index: m.leaf_start }, remove: ['GSI1PK', 'GSI1SK'] },
+        { condition: cond.and(cond.exists(), cond.attrNotExists('leaf_index')) },
+      );
+    } catch (e) {
+      if (!(e instanceof ConditionFailed)) throw e;
+    }
+  });
+}

@@ -1,0 +1,192 @@
+/**
+ * The wired transparency log (issue 20 item 1) on one engine pair: pending markers in every audit
+ * transaction, the leased sequencer round, crash safety at every step (fast-check), the lease.
+ * Runs on SQLite + fs (sequencer.sqlite.test.ts) and DynamoDB Local + s3rver (sequencer.dynamodb.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import fc from 'fast-check';
+import { type AuditPlan, commitAudited, readHead } from '../../../src/audit/chain.ts';
+import { loadChain } from '../../../src/audit/history.ts';
+import { openCheckpoint } from '../../../src/audit/tlog/checkpoint.ts';
+import { acquireLease } from '../../../src/audit/tlog/lease.ts';
+import { isMarker, markerKey } from '../../../src/audit/tlog/markers.ts';
+import { auditLeafHash, hashesEqual, rootOf } from '../../../src/audit/tlog/merkle.ts';
+import { verifierOf } from '../../../src/audit/tlog/note.ts';
+import { contentTileReader, readLeafEntries } from '../../../src/audit/tlog/objects.ts';
+import { type RoundStep, runRound } from '../../../src/audit/tlog/sequencer.ts';
+import { readLogState } from '../../../src/audit/tlog/state.ts';
+import { TiledTree } from '../../../src/audit/tlog/tiles.ts';
+import type { ManualClock } from '../../../src/core/clock.ts';
+import type { Digest } from '../../../src/core/digest.ts';
+import { transitionSk } from '../../../src/core/keys.ts';
+import { createArtifact } from '../../../src/lifecycle/artifacts.ts';
+import type { ServiceContext } from '../../../src/runtime/context.ts';
+import { installationSigner } from '../../../src/system/installation-key.ts';
+import { bytesOf } from '../../helpers/tmp.ts';
+import { agent } from '../../helpers/walk.ts';
+
+export interface SequencerHarness {
+  name: string;
+  /** A fresh installation (record made, sinks attached, a signing key). */
+  open(): Promise<{ ctx: ServiceContext & { clock: ManualClock }; close(): Promise<void> }>;
+  runs: number;
+}
+
+function plan(artifactId: string, n: number): AuditPlan {
+  return {
+    chains: [
+      {
+        artifactId,
+        entries: Array.from({ length: n }, (_, i) => ({
+          type: 'transition' as const,
+          keys: (seq: number, ts: string) => ({ SK: transitionSk(ts, seq) }),
+          fields: { version: 1, from: 'DRAFT', to: 'DRAFT', actor: agent.id, note: `n ${i}` },
+        })),
+      },
+    ],
+  };
+}
+
+async function newArtifact(ctx: ServiceContext, name: string): Promise<string> {
+  const { head } = await createArtifact(ctx, agent, { name, filename: 'a.sh', body: bytesOf(`echo ${name}`) });
+  return head.artifact_id;
+}
+
+async function append(ctx: ServiceContext, id: string, n: number): Promise<void> {
+  await commitAudited(ctx, { [id]: await readHead(ctx, id) }, plan(id, n));
+}
+
+/** Every chain entry of `ids` as `artifact:seq` → hash. */
+async function chainEntries(ctx: ServiceContext, ids: readonly string[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const id of ids) for (const e of (await loadChain(ctx, id)).entries) out.set(`${id}:${e.seq as number}`, e.hash as string);
+  return out;
+}
+
+/** The log's leaves read from the store; asserts the tree is consistent with them and holds each entry once. */
+async function assertLogHolds(ctx: ServiceContext, expected: Map<string, string>): Promise<void> {
+  const state = await readLogState(ctx);
+  const leaves = await readLeafEntries(ctx.content, 0, state.size);
+  const seen = new Set<string>();
+  for (const l of leaves) {
+    const k = `${l.artifact_id}:${l.seq}`;
+    assert.ok(!seen.has(k), `entry ${k} is in the log twice`);
+    seen.add(k);
+    assert.equal(l.hash, expected.get(k), `leaf of ${k} is not its entry's hash`);
+  }
+  assert.deepEqual([...seen].sort(), [...expected.keys()].sort(), 'every entry is in the log');
+  const reference = rootOf(leaves.map((l) => auditLeafHash(l.hash as Digest)));
+  assert.ok(hashesEqual(reference, state.root), 'STATE root = merkle.ts reference root');
+  assert.ok(
+    hashesEqual(reference, await new TiledTree(state.size, contentTileReader(ctx.content)).root()),
+    'tiles give the reference root',
+  );
+}
+
+async function round(ctx: ServiceContext, holder = 'test', afterStep?: (s: RoundStep) => void) {
+  const lease = await acquireLease(ctx, holder);
+  assert.ok(lease, 'lease taken');
+  return runRound(ctx, lease, afterStep ? { afterStep } : {});
+}
+
+class Crash extends Error {}
+
+export function sequencerSuite(h: SequencerHarness): void {
+  it(`${h.name}: every audit transaction writes one marker per chain; a round sequences them and signs a checkpoint`, async () => {
+    const { ctx, close } = await h.open();
+    try {
+      const a = await newArtifact(ctx, 'one');
+      const b = await newArtifact(ctx, 'two');
+      await append(ctx, a, 3);
+      const m = await ctx.items.get(markerKey(a, 2), { consistent: true });
+      assert.ok(isMarker(m));
+      assert.equal(m.first_seq, 2);
+      assert.equal(m.last_seq, 4);
+      assert.equal(m.hashes.length, 3);
+      const r = await round(ctx);
+      assert.equal(r.appended, 5);
+      assert.equal(r.size, 5);
+      const expected = await chainEntries(ctx, [a, b]);
+      await assertLogHolds(ctx, expected);
+      const signer = await installationSigner(ctx);
+      assert.ok(r.checkpoint);
+      const cp = openCheckpoint(r.checkpoint, verifierOf(signer), signer.name);
+      assert.equal(cp.size, 5);
+      assert.ok(hashesEqual(cp.root, (await readLogState(ctx)).root));
+      const marked = await ctx.items.get(markerKey(a, 2), { consistent: true });
+      assert.ok(isMarker(marked) && typeof marked.leaf_index === 'number');
+      assert.equal(marked.GSI1PK, undefined, 'a marked marker leaves the pending index');
+      const again = await round(ctx);
+      assert.equal(again.appended, 0);
+      assert.equal(again.checkpoint, r.checkpoint);
+      await append(ctx, b, 2);
+      assert.equal((await round(ctx)).size, 7);
+      await assertLogHolds(ctx, await chainEntries(ctx, [a, b]));
+    } finally {
+      await close();
+    }
+  });
+
+  it(`${h.name}: a round of a holder whose lease was taken over does not commit; the new holder completes it`, async () => {
+    const { ctx, close } = await h.open();
+    try {
+      const a = await newArtifact(ctx, 'lease');
+      const old = await acquireLease(ctx, 'old', 1000);
+      assert.ok(old);
+      assert.equal(await acquireLease(ctx, 'new', 1000), undefined, 'held');
+      ctx.clock.advance(1001);
+      const taken = await acquireLease(ctx, 'new', 1000);
+      assert.ok(taken && taken.token === old.token + 1);
+      await assert.rejects(runRound(ctx, old), /lease was taken over/);
+      const r = await runRound(ctx, taken);
+      assert.equal(r.size, 1);
+      await assertLogHolds(ctx, await chainEntries(ctx, [a]));
+    } finally {
+      await close();
+    }
+  });
+
+  const steps: RoundStep[] = ['marked-previous', 'manifest', 'objects', 'committed', 'marked'];
+  type Action = { kind: 'tx'; artifact: number; n: number } | { kind: 'round'; crashAt: RoundStep | undefined } | { kind: 'new' };
+  const action: fc.Arbitrary<Action> = fc.oneof(
+    fc.record({ kind: fc.constant('tx' as const), artifact: fc.nat(3), n: fc.integer({ min: 1, max: 4 }) }),
+    fc.record({ kind: fc.constant('round' as const), crashAt: fc.option(fc.constantFrom(...steps), { nil: undefined }) }),
+    fc.constant({ kind: 'new' as const }),
+  );
+
+  it(`${h.name}: property — any interleaving of transactions and rounds, crashed at any step: every entry exactly once, roots match`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 12 }), fc.nat(2), async (actions, concurrentTx) => {
+        const { ctx, close } = await h.open();
+        try {
+          const ids = [await newArtifact(ctx, 'p0')];
+          let holder = 0;
+          for (const act of actions) {
+            if (act.kind === 'new') ids.push(await newArtifact(ctx, `p${ids.length}`));
+            else if (act.kind === 'tx') await append(ctx, ids[act.artifact % ids.length] as string, act.n);
+            else {
+              // A crashed holder never releases its lease: the next one takes it once it expired.
+              ctx.clock.advance(60_000);
+              const id = ids[concurrentTx % ids.length] as string;
+              try {
+                await round(ctx, `h${holder++}`, async (s) => {
+                  if (s === 'manifest' && concurrentTx > 0) await append(ctx, id, 1); // a commit racing the round
+                  if (s === act.crashAt) throw new Crash(s);
+                });
+              } catch (e) {
+                if (!(e instanceof Crash)) throw e;
+              }
+            }
+          }
+          ctx.clock.advance(60_000);
+          for (let i = 0; i < 3; i++) await round(ctx, 'final');
+          await assertLogHolds(ctx, await chainEntries(ctx, ids));
+        } finally {
+          await close();
+        }
+      }),
+      { numRuns: h.runs },
+    );
+  });
+}
