@@ -88,6 +88,7 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'maintenance status': 'maintenance',
   'maintenance release': 'maintenance',
   'maintenance recount-states': 'maintenance',
+  'search reindex': 'maintenance',
   'lifecycle apply': 'storageRules',
   'lifecycle status': 'storageRules',
   'retention plan': 'retention',

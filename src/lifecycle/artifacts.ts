@@ -21,6 +21,7 @@ import {
   versionIndexShard,
 } from '../core/keys.ts';
 import { contentKey, validateFilename } from '../core/object-keys.ts';
+import { searchEntryItem } from '../core/search-entry.ts';
 import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import { getListed, queryMerged } from '../store/merge-query.ts';
 import type { ServiceContext } from '../system/context.ts';
@@ -29,7 +30,6 @@ import { assertActor } from './access.ts';
 import { resolveVersionRef } from './aliases.ts';
 import { getOriginalOrArchived } from './archived-read.ts';
 import type { HeadItem, Principal, VersionItem } from './model.ts';
-import { searchEntryItem } from './search.ts';
 import { versionCreationOps } from './state-counts.ts';
 import { isVersionState, VERSION_STATES, type VersionState } from './state-machine.ts';
 import { validateKind, validateLabels, validateName, validateQuorum } from './validation.ts';

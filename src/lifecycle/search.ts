@@ -7,7 +7,8 @@
  *   a version in that state; the name prefix is checked on the version item, labels on its HEAD (read
  *   by key only when labels are asked for).
  * - without: the search index `NAMES{s}` (one `search_entry` per artifact, ARTNAME#{id} / SEARCH,
- *   written once at creation; GSI1SK `#{name}#{created_at}#{id}`), merged in name order; a name
+ *   written once at creation — core/search-entry.ts — and for older artifacts by the backfill,
+ *   system/migrations/search-entries.ts; GSI1SK `#{name}#{created_at}#{id}`), merged in name order; a name
  *   prefix is a `begins_with` on the sort key of every shard, labels are checked on the entry.
  *
  * A filter the index cannot apply (labels; a name prefix with a state) is applied to what the index
@@ -16,18 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { InvalidInput } from '../core/errors.ts';
-import {
-  artifactNamePk,
-  artifactPk,
-  HEAD_SK,
-  indexPartitions,
-  indexShard,
-  SEARCH_SK,
-  searchGsiPk,
-  searchGsiSk,
-  searchGsiSkPrefix,
-  stateGsiPk,
-} from '../core/keys.ts';
+import { artifactPk, HEAD_SK, indexPartitions, searchGsiPk, searchGsiSkPrefix, stateGsiPk } from '../core/keys.ts';
 import type { HeadItem } from '../core/model.ts';
 import type { Item } from '../store/item-store.ts';
 import { getListed, queryMerged } from '../store/merge-query.ts';
@@ -39,22 +29,6 @@ import { validateLabels, validateText } from './validation.ts';
 export const MAX_SCANNED_PER_PAGE = 1000;
 /** Index items read per round; a cursor resumes inside a round by skipping what was consumed. */
 const ROUND = 100;
-
-/** The artifact's entry in the search index, written once in its creating transaction. */
-export function searchEntryItem(head: HeadItem, indexShards: number): Item {
-  return {
-    PK: artifactNamePk(head.artifact_id),
-    SK: SEARCH_SK,
-    GSI1PK: searchGsiPk(indexShard(head.artifact_id, indexShards)),
-    GSI1SK: searchGsiSk(head.name, head.created_at, head.artifact_id),
-    type: 'search_entry',
-    artifact_id: head.artifact_id,
-    name: head.name,
-    kind: head.kind,
-    labels: head.labels,
-    created_at: head.created_at,
-  };
-}
 
 export interface SearchInput {
   namePrefix?: string | undefined;

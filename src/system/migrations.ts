@@ -15,10 +15,12 @@
  * under) and is verified with that key (src/audit/hash.ts, docs/audit-format.md §2 "Moved entries").
  *
  * Registered: `installation-2-execution-record-keys` (schema 1 → 2, issue 16 item 9), in
- * ./migrations/execution-keys.ts.
+ * ./migrations/execution-keys.ts; `installation-3-search-entries` (schema 2 → 3, issue 20 item 6: the
+ * search entries of artifacts created before search), in ./migrations/search-entries.ts.
  */
 import type { ItemStore } from '../store/item-store.ts';
 import { moveExecutionRecords } from './migrations/execution-keys.ts';
+import { backfillSearchEntries } from './migrations/search-entries.ts';
 
 /** The versioned parts of an installation's layout. */
 export type SchemaComponent = 'installation' | 'telemetry_queue';
@@ -40,6 +42,14 @@ export const MIGRATIONS: readonly Migration[] = [
     from: 1,
     run: async (items) => {
       await moveExecutionRecords(items);
+    },
+  },
+  {
+    id: 'installation-3-search-entries',
+    component: 'installation',
+    from: 2,
+    run: async (items) => {
+      await backfillSearchEntries(items);
     },
   },
 ];

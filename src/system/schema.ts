@@ -16,8 +16,11 @@ import { cond, type ItemKey, type ItemStore } from '../store/item-store.ts';
 import { MIGRATIONS, type Migration, type SchemaComponent } from './migrations.ts';
 
 /** The layout versions this code reads and writes. */
-/** installation 2: execution output/finish records keyed outside `EXEC#` (migrations.ts). */
-export const CURRENT_SCHEMA: Readonly<Record<SchemaComponent, number>> = { installation: 2, telemetry_queue: 1 };
+/**
+ * installation 2: execution output/finish records keyed outside `EXEC#`; 3: every artifact has its
+ * search entry (migrations.ts).
+ */
+export const CURRENT_SCHEMA: Readonly<Record<SchemaComponent, number>> = { installation: 3, telemetry_queue: 1 };
 
 const COMPONENTS: Record<SchemaComponent, { key: ItemKey; attr: string; what: string }> = {
   installation: { key: { PK: SYS_PK, SK: INSTALLATION_SK }, attr: 'schema_version', what: "the installation's schema" },

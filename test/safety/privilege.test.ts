@@ -100,7 +100,7 @@ describe('issue 14 item 6: the CLI asks the shared access table', () => {
     const walk = (c: Command, p: string[]) => {
       for (const s of c.commands) {
         const here = [...p, s.name()];
-        if (s.commands.length === 0 || here.join(' ') === 'history') paths.push(here.join(' '));
+        if (s.commands.length === 0 || ['history', 'search'].includes(here.join(' '))) paths.push(here.join(' '));
         walk(s, here);
       }
     };

@@ -26,7 +26,7 @@ import { SqliteItemStore } from '../../src/store/sqlite/sqlite-item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
 import { initInstallation } from '../../src/system/installation.ts';
 import { moveExecutionRecords } from '../../src/system/migrations/execution-keys.ts';
-import { checkSchema, readSchemaVersion } from '../../src/system/schema.ts';
+import { CURRENT_SCHEMA, checkSchema, readSchemaVersion } from '../../src/system/schema.ts';
 import { alpJson } from '../helpers/cli.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
@@ -107,8 +107,8 @@ function migrationSuite(name: string, open: () => Promise<Fixture>) {
         assert.ok(legacy.length >= 8, `${legacy.length} schema-1 records`);
 
         const status = await checkSchema(f.ctx.items);
-        assert.deepEqual(status[0]?.migrated, ['installation-2-execution-record-keys']);
-        assert.equal(await readSchemaVersion(f.ctx.items, 'installation'), 2);
+        assert.deepEqual(status[0]?.migrated, ['installation-2-execution-record-keys', 'installation-3-search-entries']);
+        assert.equal(await readSchemaVersion(f.ctx.items, 'installation'), CURRENT_SCHEMA.installation);
         assert.deepEqual(await legacyItems(f.ctx.items), []);
         const moved = (await allItems(f.ctx.items)).filter((i) => MOVED.includes(i.type as string));
         assert.equal(moved.length, legacy.length);
@@ -169,7 +169,7 @@ function migrationSuite(name: string, open: () => Promise<Fixture>) {
         assert.equal(a.moved + b.moved, total - 3);
         const both = await Promise.all([checkSchema(f.ctx.items), checkSchema(f.ctx.items)]);
         assert.equal(both.length, 2);
-        assert.equal(await readSchemaVersion(f.ctx.items, 'installation'), 2);
+        assert.equal(await readSchemaVersion(f.ctx.items, 'installation'), CURRENT_SCHEMA.installation);
         assert.deepEqual(await legacyItems(f.ctx.items), []);
         assert.equal((await allItems(f.ctx.items)).filter((i) => MOVED.includes(i.type as string)).length, total);
         assert.deepEqual(await readings(f.ctx, ids), before);
@@ -249,7 +249,7 @@ test('the CLI opens a schema-1 installation, migrates it, and `alp exec show`, `
   assert.equal((await alpJson<{ ok: boolean }>(['audit', 'verify', ...data])).ok, true);
   const items = new SqliteItemStore(ctx.dbPath);
   try {
-    assert.equal(await readSchemaVersion(items, 'installation'), 2);
+    assert.equal(await readSchemaVersion(items, 'installation'), CURRENT_SCHEMA.installation);
     assert.equal((await allItems(items)).filter((i) => MOVED.includes(i.type as string) && i.SK.startsWith('EXEC#')).length, 0);
   } finally {
     await items.close();

@@ -197,7 +197,7 @@ schemaSuite('dynamodb', async () => {
 test('opening an installation written by a newer ALP refuses before any service runs (runtime/open.ts)', async () => {
   const ctx = await embeddedContext();
   await initInstallation(ctx);
-  await ctx.items.update(installationKey, { set: { schema_version: 3 } });
+  await ctx.items.update(installationKey, { set: { schema_version: CUR + 1 } });
   await ctx.items.close();
   const config = {
     metadata: { engine: 'sqlite' as const, path: ctx.dbPath },

@@ -1,11 +1,13 @@
 /**
  * `alp alias set|rm|list` and `alp search` (issue 20 item 6): local or remote through the Backend,
- * the rules in lifecycle/aliases.ts and lifecycle/search.ts.
+ * the rules in lifecycle/aliases.ts and lifecycle/search.ts. `alp search reindex` (the operator's,
+ * local only) backfills the search entries (system/migrations/search-entries.ts).
  */
 import type { Command } from 'commander';
 import type * as T from '../../client/types.ts';
 import { parseLabel } from '../../lifecycle/validation.ts';
-import { output, parseIntOption } from '../runtime.ts';
+import { backfillSearchEntries } from '../../system/migrations/search-entries.ts';
+import { output, parseIntOption, withRuntime } from '../runtime.ts';
 import { withBackend } from '../session.ts';
 import { resolveArtifactRef } from '../targets.ts';
 
@@ -62,7 +64,7 @@ export function aliasLine(a: T.AliasView): string {
 }
 
 function registerSearchCommand(program: Command): void {
-  program
+  const search = program
     .command('search')
     .description('artifacts by name prefix, labels (all must match) and state, paginated (the versions in that state with --state)')
     .option('--name-prefix <prefix>', 'names starting with this (case-sensitive)')
@@ -85,6 +87,26 @@ function registerSearchCommand(program: Command): void {
               `${h.artifact_id}  ${h.version !== undefined ? `v${h.version}  ${String(h.state).padEnd(12)} ` : ''}${h.name}  ${labelsText(h.labels)}`,
           ),
           ...(page.cursor ? [`next page: --cursor ${page.cursor}  (${page.scanned} index items read)`] : []),
+        ]);
+      }),
+    );
+  search
+    .command('reindex')
+    .description('write the search entries of artifacts created before search (resumes an interrupted pass; idempotent)')
+    .option('--restart', 'start from the beginning instead of resuming an interrupted pass')
+    .option('--page-size <n>', 'items scanned per page (1–1000)', '500')
+    .action(async (o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const report = await backfillSearchEntries(rt.ctx.items, {
+          restart: Boolean(o.restart),
+          pageSize: parseIntOption('--page-size', o.pageSize, { min: 1, max: 1000 }) ?? 500,
+          onPage: (r) => {
+            if (!rt.opts.json)
+              process.stderr.write(`search reindex: ${r.scanned} items scanned, ${r.heads} artifacts, ${r.written} entries written\n`);
+          },
+        });
+        output(rt.opts, report, () => [
+          `${report.resumed ? 'resumed an interrupted pass: ' : ''}${report.heads} artifacts, ${report.written} search entries written, ${report.already} already present (${report.scanned} items scanned)`,
         ]);
       }),
     );
