@@ -86,11 +86,26 @@ interface SetFlags {
   clearEvidence?: boolean;
 }
 
+/** --file: a JSON object; anything else (unreadable, not JSON) is a usage error, never INTERNAL. */
+async function readPolicyFile(file: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new UsageError(`--file ${JSON.stringify(file)}: cannot read it (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    const doc = JSON.parse(text) as unknown;
+    if (typeof doc === 'object' && doc !== null && !Array.isArray(doc)) return doc as Record<string, unknown>;
+  } catch {
+    // answered below
+  }
+  throw new UsageError(`--file ${JSON.stringify(file)}: not a JSON object (the policy, as alp policy show --json prints it under .policy)`);
+}
+
 /** The policy `set` writes: the base (the file, the defaults with --reset, else the policy in force) with the flags applied. */
 async function desiredPolicy(current: ApprovalPolicy, o: SetFlags): Promise<Record<string, unknown>> {
-  const base: Record<string, unknown> = o.file
-    ? (JSON.parse(await readFile(o.file, 'utf8')) as Record<string, unknown>)
-    : { ...(o.reset ? DEFAULT_APPROVAL_POLICY : current) };
+  const base: Record<string, unknown> = o.file ? await readPolicyFile(o.file) : { ...(o.reset ? DEFAULT_APPROVAL_POLICY : current) };
   const quorum = parseIntOption('--quorum', o.quorum, { min: 1, max: 10 });
   if (quorum !== undefined) base.min_quorum = quorum;
   if (o.clearQuorumRules) base.quorum_rules = [];
