@@ -74,7 +74,7 @@ export async function startExecution(ctx: ServiceContext, actor: Principal, arti
       const { counting: valid, policy } = await quorumStatus(ctx, head, v, now);
       if (valid.length < policy.quorum) {
         throw new Conflict(
-          `version ${n} no longer has ${policy.quorum} valid approval(s) binding ${v.content_hash} under the installation approval policy (version ${policy.version}) (${valid.length} still count); propose it again for fresh approvals: alp artifact propose ${artifactId} --version ${n} (HTTP: POST /v1/artifacts/${artifactId}/versions/${n}/transitions {"to":"PROPOSED"})`,
+          `version ${n} no longer has ${policy.quorum} valid approval(s) binding ${v.content_hash} under the installation approval policy (version ${policy.version}) (${valid.length} still count; the others expired or do not count under it); propose it again for fresh approvals: alp artifact propose ${artifactId} --version ${n} (HTTP: POST /v1/artifacts/${artifactId}/versions/${n}/transitions {"to":"PROPOSED"})`,
           { valid: valid.length, quorum: policy.quorum, policy_version: policy.version },
         );
       }
