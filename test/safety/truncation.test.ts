@@ -53,7 +53,7 @@ for (const [profile, open] of profiles) {
       await decide(ctx, alice, id, 1, { decision: 'REJECT', evidenceRef: 'CR-9 too dangerous' });
       assert.equal((await readVersion(ctx.items, id, 1)).state, 'REJECTED');
       const checkpointFile = path.join(tempDir('alp-cp'), 'cp.json');
-      const taken = await cli(p, ['audit', 'checkpoint', '--out', checkpointFile]);
+      const taken = await cli(p, ['audit', 'checkpoint', '--format', 'chains', '--out', checkpointFile]);
       assert.equal(taken.code, 0, taken.stderr);
       const intact = await cli(p, ['audit', 'verify', '--checkpoint', checkpointFile]);
       assert.equal(intact.code, 0, intact.stdout);
@@ -61,7 +61,8 @@ for (const [profile, open] of profiles) {
 
       // The attack: the rejection's entries go, the HEAD and the version get their earlier rows back.
       const added = (await queryAll(ctx.items, { pk: artifactPk(id), consistent: true })).filter((i) => !before.has(i.SK));
-      assert.deepEqual(added.map((i) => i.type).sort(), ['approval', 'transition']);
+      // The attacker removes the transaction's transparency-log marker too (issue 20 item 1), so the chain verifies.
+      assert.deepEqual(added.map((i) => i.type).sort(), ['approval', 'tlog_marker', 'transition']);
       for (const i of added) await ctx.items.delete({ PK: i.PK, SK: i.SK });
       await ctx.items.put(headBefore);
       await ctx.items.put(versionBefore);

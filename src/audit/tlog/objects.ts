@@ -41,13 +41,31 @@ export async function writeObject(content: ContentStore, key: string, bytes: Uin
   await content.put(key, [bytes]);
 }
 
-/** Tiles from the content store: the exact width, else the full tile (a wider tile serves a narrower read). */
+/**
+ * An object of `width` or, when absent, the narrowest wider one (a wider tile or bundle serves a
+ * narrower read: the log only appends): the full one, else a wider partial one listed under `.p/`.
+ */
+async function readAtLeast(content: ContentStore, keyOf: (width: number) => string, width: number): Promise<Buffer | undefined> {
+  const exact = await readObject(content, keyOf(width));
+  if (exact || width === BUNDLE_WIDTH) return exact;
+  const full = await readObject(content, keyOf(BUNDLE_WIDTH));
+  if (full) return full;
+  const dir = `${keyOf(BUNDLE_WIDTH)}.p/`;
+  let best: number | undefined;
+  for (const o of (await content.listPage(dir, { limit: BUNDLE_WIDTH })).objects) {
+    const w = Number(o.key.slice(dir.length));
+    if (Number.isInteger(w) && w > width && (best === undefined || w < best)) best = w;
+  }
+  return best === undefined ? undefined : readObject(content, keyOf(best));
+}
+
+/** Tiles from the content store (readAtLeast: a wider tile serves a narrower read). */
 export function contentTileReader(content: ContentStore): TileReader {
   return {
     readTiles: (tiles) =>
       Promise.all(
         tiles.map(async (t) => {
-          const data = (await readObject(content, tileKey(t))) ?? (await readObject(content, tileKey({ ...t, width: BUNDLE_WIDTH })));
+          const data = await readAtLeast(content, (width) => tileKey({ ...t, width }), t.width);
           if (!data || data.length < t.width * HASH_SIZE)
             throw new NotFound(`the transparency log's tile ${tileKey(t)} is missing or short`, { key: tileKey(t) });
           return data;
@@ -89,7 +107,7 @@ export async function readLeafEntries(content: ContentStore, start: number, end:
   for (let n = Math.floor(start / BUNDLE_WIDTH); n * BUNDLE_WIDTH < end; n++) {
     const width = Math.min(BUNDLE_WIDTH, end - n * BUNDLE_WIDTH);
     const key = bundleKey(n, width);
-    const bytes = (await readObject(content, key)) ?? (await readObject(content, bundleKey(n, BUNDLE_WIDTH)));
+    const bytes = await readAtLeast(content, (w) => bundleKey(n, w), width);
     if (!bytes) throw new NotFound(`the transparency log's entry bundle ${key} is missing`, { key });
     const entries = parseBundle(bytes, key);
     if (entries.length < width) throw new InvalidInput(`entry bundle ${key} holds ${entries.length} entries, not ${width}`);

@@ -1,8 +1,13 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { parseCheckpoint, takeCheckpoint } from '../../audit/counter.ts';
+import { checkpointNow } from '../../audit/tlog/checkpoint-now.ts';
+import { type NoteVerifier, parseVerifierKey, verifierOf } from '../../audit/tlog/note.ts';
+import { isSignedCheckpoint, verifyLogCheckpoint } from '../../audit/tlog/verify.ts';
 import { verifyAllAudit } from '../../audit/verify-all.ts';
 import { ExitCode, IntegrityError, UsageError } from '../../core/errors.ts';
 import type { IndexQuery } from '../../lifecycle/queries.ts';
+import type { ServiceContext } from '../../system/context.ts';
+import { installationSigner } from '../../system/installation-key.ts';
 import { localLookup } from '../backend-local.ts';
 import { readUserTextFile, writeNewUserFile } from '../files.ts';
 import { progressBar } from '../progress.ts';
@@ -74,17 +79,38 @@ function registerAuditChainCommands(program: Command): void {
     .description(
       'recompute every chain (one artifact, or all) and name the first broken link; for all, also the installation-wide append counter',
     )
-    .option('--checkpoint <file>', 'also prove every chain still extends this checkpoint (alp audit checkpoint)')
+    .option(
+      '--checkpoint <file>',
+      'also prove the installation still extends this checkpoint: a signed transparency-log checkpoint (alp audit checkpoint), or the JSON chain checkpoint (--format chains)',
+    )
+    .option(
+      '--key <vkey>',
+      "the signed-note verifier key that must have signed --checkpoint (default: this installation's public key; pin it out of band)",
+    )
     .action(async (ref: string | undefined, o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const id = ref === undefined ? undefined : await resolveArtifactRef(localLookup(rt.ctx), ref);
-        const checkpoint = o.checkpoint ? parseCheckpoint(await readUserTextFile(o.checkpoint, '--checkpoint')) : undefined;
+        const text = o.checkpoint ? await readUserTextFile(o.checkpoint, '--checkpoint') : undefined;
+        const signed = text !== undefined && isSignedCheckpoint(text);
+        const checkpoint = text !== undefined && !signed ? parseCheckpoint(text) : undefined;
         const bar = progressBar('audit', rt.opts.json);
-        const summary = await verifyAllAudit(rt.ctx, { artifactId: id, checkpoint, progress: bar }).finally(() => bar.stop());
-        const { counter, broken } = summary;
+        const base = await verifyAllAudit(rt.ctx, { artifactId: id, checkpoint, progress: bar }).finally(() => bar.stop());
+        const log = signed ? await verifyLogCheckpoint(rt.ctx, text, await pinnedVerifier(rt.ctx, o.key)) : undefined;
+        const logBroken = (log?.findings ?? []).map((f) => ({
+          artifact_id: '*',
+          entries: 0,
+          ok: false,
+          findings: [{ artifact_id: '*', ...f }],
+        }));
+        const broken = [...base.broken, ...logBroken];
+        const summary = { ...base, ok: broken.length === 0, broken, ...(log ? { log } : {}) };
+        const { counter } = summary;
         output(rt.opts, summary, () => [
           `${summary.artifacts} chain(s), ${summary.entries} entries: ${broken.length === 0 ? 'intact' : `${broken.length} broken`}`,
           ...(counter ? [`append counter: ${counter.detail}`] : []),
+          ...(log
+            ? [`transparency log: ${log.log_size} leaves, checkpoint of ${log.checkpoint_size}: ${log.ok ? 'extends it' : 'BROKEN'}`]
+            : []),
           ...broken.flatMap((r) => r.findings.map((f) => `BROKEN ${f.row}: ${f.problem}`)),
         ]);
         const first = broken[0]?.findings[0];
@@ -99,25 +125,41 @@ function registerAuditChainCommands(program: Command): void {
   audit
     .command('checkpoint')
     .description(
-      'every chain’s length and head hash plus the append counter, as JSON: keep it elsewhere; audit verify --checkpoint proves the chains extend it',
+      'sequence what is pending into the transparency log (taking its lease for one round) and print its signed checkpoint: keep it elsewhere; audit verify --checkpoint FILE --key VKEY proves the installation extends it. --format chains: the older JSON of every chain’s length and head hash',
     )
     .option('--out <file>', 'write the checkpoint to this file (default: stdout)')
+    .addOption(
+      new Option('--format <format>', 'note: the signed C2SP checkpoint; chains: the JSON chain checkpoint')
+        .choices(['note', 'chains'])
+        .default('note'),
+    )
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
-        const cp = await takeCheckpoint(rt.ctx);
-        const text = `${JSON.stringify(cp, null, 2)}\n`;
+        const chains = o.format === 'chains';
+        const cp = chains ? await takeCheckpoint(rt.ctx) : undefined;
+        const note = chains ? undefined : await checkpointNow(rt.ctx);
+        const text = cp ? `${JSON.stringify(cp, null, 2)}\n` : (note?.checkpoint as string);
         if (!o.out) {
-          process.stdout.write(text);
+          if (rt.opts.json && note) output(rt.opts, note, () => '');
+          else process.stdout.write(text);
           return;
         }
         await writeNewUserFile(o.out, '--out', text);
         output(
           rt.opts,
-          { out: o.out, artifacts: Object.keys(cp.artifacts).length, counter: cp.counter },
-          () => `wrote ${o.out} (${Object.keys(cp.artifacts).length} chains)`,
+          cp ? { out: o.out, artifacts: Object.keys(cp.artifacts).length, counter: cp.counter } : { out: o.out, size: note?.size },
+          () =>
+            cp
+              ? `wrote ${o.out} (${Object.keys(cp.artifacts).length} chains)`
+              : `wrote ${o.out} (transparency log of ${String(note?.size)} leaves)`,
         );
       }),
     );
+}
+
+/** The key a signed checkpoint must be signed by: --key, else this installation's own public key. */
+async function pinnedVerifier(ctx: ServiceContext, vkey: string | undefined): Promise<NoteVerifier> {
+  return vkey ? parseVerifierKey(vkey) : verifierOf(await installationSigner(ctx));
 }
 
 /** alp provenance add | show */

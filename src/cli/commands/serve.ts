@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import { buildServer, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_MS, defaultLogger } from '../../api/server.ts';
+import { startLogLoop, tlogIntervalMs } from '../../audit/tlog/loop.ts';
 import { webhookSettings } from '../../webhooks/config.ts';
 import { startWebhookLoop } from '../../webhooks/loop.ts';
 import { parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
@@ -91,9 +92,18 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
         onError: (err) => server.app.log.warn({ err }, 'webhook delivery pass failed; retrying at the next poll'),
       },
     );
+    // The transparency log's sequencer: a round every ALP_TLOG_INTERVAL_MS and shortly after commits.
+    const tlog = startLogLoop(
+      rt.ctx,
+      { intervalMs: tlogIntervalMs() },
+      { onError: (err) => server.app.log.warn({ err }, 'transparency log round failed; retrying at the next interval') },
+    );
+    const observers = (rt.ctx.commitObservers ??= []);
+    observers.push(() => tlog.poke());
     const signal = await signalled;
     server.app.log.info({ signal }, 'signal received');
     await webhooks.stop();
+    await tlog.stop();
     await server.shutdown(o.shutdownGraceMs);
   } finally {
     process.off('SIGTERM', onSignal);

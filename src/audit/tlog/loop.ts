@@ -1,0 +1,111 @@
+/**
+ * The sequencer inside `alp serve` / `alp start` (issue 20 item 2): a round (sequencer.ts) every
+ * `intervalMs` (ALP_TLOG_INTERVAL_MS, default 1,000) and one shortly after audit commits (`poke`,
+ * coalesced: commits that land while a round runs are taken by one more round). Every node runs the
+ * loop; only the holder of the lease (lease.ts) sequences, the others try to take it each interval
+ * and take over once the holder stops renewing. A round that fails is reported and the next one
+ * retries; the server keeps serving.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { InvalidInput } from '../../core/errors.ts';
+import type { ServiceContext } from '../../system/context.ts';
+import { acquireLease, DEFAULT_LEASE_MS, type Lease, releaseLease } from './lease.ts';
+import { DEFAULT_BATCH_LEAVES, type RoundResult, runRound } from './sequencer.ts';
+
+export const DEFAULT_TLOG_INTERVAL_MS = 1000;
+
+export interface LogLoopEvents {
+  onRound?(result: RoundResult): void;
+  onError?(error: unknown): void;
+}
+
+export interface LogLoop {
+  /** Asks for a round soon (after an audit commit); coalesced. */
+  poke(): void;
+  /** Stops the loop, waits for the round in flight and gives the lease up. */
+  stop(): Promise<void>;
+  /** Resolves once no round is running or wanted (tests, benchmarks). */
+  idle(): Promise<void>;
+}
+
+/** ALP_TLOG_INTERVAL_MS (default 1,000 ms): a whole number of milliseconds, 10 … 3,600,000. */
+export function tlogIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.ALP_TLOG_INTERVAL_MS;
+  if (raw === undefined || raw === '') return DEFAULT_TLOG_INTERVAL_MS;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 10 || n > 3_600_000)
+    throw new InvalidInput(`ALP_TLOG_INTERVAL_MS must be 10–3600000 ms, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+export function defaultHolder(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
+export function startLogLoop(
+  ctx: ServiceContext,
+  opts: { intervalMs?: number; holder?: string } = {},
+  events: LogLoopEvents = {},
+): LogLoop {
+  const intervalMs = opts.intervalMs ?? DEFAULT_TLOG_INTERVAL_MS;
+  const holder = opts.holder ?? defaultHolder();
+  const leaseMs = Math.max(DEFAULT_LEASE_MS, 5 * intervalMs);
+  let lease: Lease | undefined;
+  let stopped = false;
+  let wanted = false;
+  let running: Promise<void> | undefined;
+  let soon: NodeJS.Timeout | undefined;
+  let waiters: Array<() => void> = [];
+
+  const once = async (): Promise<boolean> => {
+    lease = await acquireLease(ctx, holder, leaseMs);
+    if (!lease) return false;
+    const result = await runRound(ctx, lease);
+    if (result.appended > 0) events.onRound?.(result);
+    return result.appended >= DEFAULT_BATCH_LEAVES; // a full batch: more may be pending
+  };
+  const drain = async () => {
+    while (wanted && !stopped) {
+      wanted = false;
+      try {
+        if (await once()) wanted = true;
+      } catch (e) {
+        events.onError?.(e);
+      }
+    }
+    running = undefined;
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+  const kick = () => {
+    wanted = true;
+    if (!running && !stopped) running = drain();
+  };
+  const timer = setInterval(kick, intervalMs);
+  timer.unref();
+  kick();
+  return {
+    poke() {
+      if (stopped || soon) return;
+      // Coalesced: the commits of one event-loop turn (a SQLite group commit) ask for one round.
+      soon = setTimeout(() => {
+        soon = undefined;
+        kick();
+      }, 1);
+      soon.unref();
+    },
+    idle() {
+      if (!running && !soon && !wanted) return Promise.resolve();
+      return new Promise((resolve) => waiters.push(resolve));
+    },
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      if (soon) clearTimeout(soon);
+      await running;
+      if (lease) await releaseLease(ctx, lease).catch(() => undefined);
+    },
+  };
+}

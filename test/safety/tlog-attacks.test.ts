@@ -1,0 +1,300 @@
+/**
+ * Issue 20 item 1: an attacker with write access to the storage (table and bucket, or the SQLite file
+ * and content directory) but not the signing key is caught by `alp audit verify --checkpoint NOTE
+ * --key VKEY`, one attack per test, on both profiles — each attack leaves the chains verifying on
+ * their own (and the append counter agreeing where the attack lowers it too):
+ * (a) a chain's tail deleted with its HEAD, its markers and the append counter set back;
+ * (b) an entry in the middle rewritten, the rest of the chain, its HEAD and its markers recomputed;
+ * (c) a tile, an entry bundle, or STATE's root rewritten;
+ * (d) the log itself truncated (STATE set back to a smaller, consistent tree).
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { type AuditPlan, auditHash, commitAudited, readHead } from '../../src/audit/chain.ts';
+import { checkAuditCounter, establishAuditBaseline } from '../../src/audit/counter.ts';
+import { loadChain } from '../../src/audit/history.ts';
+import { checkpointNow } from '../../src/audit/tlog/checkpoint-now.ts';
+import { STATE_KEY } from '../../src/audit/tlog/lease.ts';
+import { isMarker, MARKER_SK_PREFIX } from '../../src/audit/tlog/markers.ts';
+import { verifierKey, verifierOf } from '../../src/audit/tlog/note.ts';
+import { bundleKey, contentTileReader, readObject, tileKey } from '../../src/audit/tlog/objects.ts';
+import { readLogState } from '../../src/audit/tlog/state.ts';
+import { TiledTree } from '../../src/audit/tlog/tiles.ts';
+import { verifyLogCheckpoint } from '../../src/audit/tlog/verify.ts';
+import { verifyArtifactAudit } from '../../src/audit/verify.ts';
+import type { Digest } from '../../src/core/digest.ts';
+import { artifactPk, HEAD_SK, transitionSk } from '../../src/core/keys.ts';
+import { createArtifact } from '../../src/lifecycle/artifacts.ts';
+import type { ServiceContext } from '../../src/runtime/context.ts';
+import { attachAuditSinks } from '../../src/runtime/sinks.ts';
+import { type Item, queryAll } from '../../src/store/item-store.ts';
+import { initInstallation } from '../../src/system/installation.ts';
+import { fileKeySource, installationSigner } from '../../src/system/installation-key.ts';
+import { stateKey } from '../../src/telemetry/shards.ts';
+import { embeddedContext } from '../helpers/context.ts';
+import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
+import { bytesOf, tempDir } from '../helpers/tmp.ts';
+import { agent } from '../helpers/walk.ts';
+import { cli, embeddedProfile } from './checks.ts';
+
+after(stopDistributedServers);
+
+interface Setup {
+  ctx: ServiceContext;
+  a: string;
+  b: string;
+  note: string;
+  vkey: string;
+  close(): Promise<void>;
+}
+
+function bulk(artifactId: string, n: number, tag: string): AuditPlan {
+  return {
+    chains: [
+      {
+        artifactId,
+        entries: Array.from({ length: n }, (_, i) => ({
+          type: 'transition' as const,
+          keys: (seq: number, ts: string) => ({ SK: transitionSk(ts, seq) }),
+          fields: { version: 1, from: 'DRAFT', to: 'DRAFT', actor: agent.id, note: `${tag} ${i}` },
+        })),
+      },
+    ],
+  };
+}
+
+async function append(ctx: ServiceContext, id: string, n: number, tag: string): Promise<void> {
+  await commitAudited(ctx, { [id]: await readHead(ctx, id) }, bulk(id, n, tag));
+}
+
+async function prepare(ctx: ServiceContext, close: () => Promise<void>): Promise<Setup> {
+  await (await attachAuditSinks(ctx)).open();
+  await initInstallation(ctx);
+  await establishAuditBaseline(ctx);
+  const a = (await createArtifact(ctx, agent, { name: 'a', filename: 'a.sh', body: bytesOf('echo a') })).head.artifact_id;
+  const b = (await createArtifact(ctx, agent, { name: 'b', filename: 'b.sh', body: bytesOf('echo b') })).head.artifact_id;
+  await append(ctx, b, 3, 'middle');
+  await append(ctx, a, 1, 'kept');
+  await append(ctx, a, 2, 'tail');
+  const { checkpoint: note } = await checkpointNow(ctx);
+  const signer = await installationSigner(ctx);
+  const vkey = verifierKey(signer.name, signer.publicKey);
+  return { ctx, a, b, note, vkey, close };
+}
+
+const profiles: Array<[string, () => Promise<Setup>]> = [
+  [
+    'SQLite + directory',
+    async () => {
+      const ctx = await embeddedContext();
+      return prepare(ctx, () => ctx.items.close());
+    },
+  ],
+  [
+    'DynamoDB Local + s3rver',
+    async () => {
+      const inst = await distributedInstallation();
+      const ctx = Object.assign(inst.ctx, { signingKey: fileKeySource(path.join(tempDir('alp-tlog-key'), 'k.pem'), { create: true }) });
+      return prepare(ctx, () => inst.close());
+    },
+  ],
+];
+
+async function verdict(s: Setup) {
+  return verifyLogCheckpoint(s.ctx, s.note, verifierOf(await installationSigner(s.ctx)));
+}
+
+async function partition(ctx: ServiceContext, id: string): Promise<Item[]> {
+  return queryAll(ctx.items, { pk: artifactPk(id), consistent: true });
+}
+
+/** Storage write without ALP: replace an object's bytes (delete, then put: the create-only rule is ALP's, not the attacker's). */
+async function overwrite(ctx: ServiceContext, key: string, bytes: Buffer): Promise<void> {
+  await ctx.content.delete(key);
+  await ctx.content.put(key, [bytes]);
+}
+
+for (const [profile, open] of profiles) {
+  describe(`issue 20 item 1: the transparency log catches a storage-only attacker (${profile})`, () => {
+    it('an intact installation extends its checkpoint; a checkpoint signed by another key is refused', async () => {
+      const s = await open();
+      try {
+        const v = await verdict(s);
+        assert.deepEqual(v.findings, []);
+        assert.equal(v.checkpoint_size, 8);
+        const forged = s.note.replace(
+          /\n\n— (\S+) .*\n$/,
+          '\n\n— $1 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n',
+        );
+        await assert.rejects(verifyLogCheckpoint(s.ctx, forged, verifierOf(await installationSigner(s.ctx))), /INTEGRITY|signature/i);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('(a) tail truncation: entries, their marker, HEAD and the append counter set back', async () => {
+      const s = await open();
+      try {
+        const { ctx, a } = s;
+        const items = await partition(ctx, a);
+        const tail = items.filter((i) => typeof i.seq === 'number' && (i.seq as number) >= 3 && i.type === 'transition');
+        assert.equal(tail.length, 2);
+        const kept = items.find((i) => i.seq === 2 && i.type === 'transition') as Item;
+        for (const i of tail) await ctx.items.delete({ PK: i.PK, SK: i.SK });
+        for (const m of items.filter((i) => i.SK.startsWith(MARKER_SK_PREFIX) && isMarker(i) && i.first_seq >= 3))
+          await ctx.items.delete({ PK: m.PK, SK: m.SK });
+        await ctx.items.update({ PK: artifactPk(a), SK: HEAD_SK }, { set: { audit_seq: 2, audit_head_hash: kept.hash } });
+        await ctx.items.update(stateKey, { add: { audit_appended: -2 } });
+        assert.deepEqual((await verifyArtifactAudit(ctx, a)).findings, [], 'the truncated chain verifies on its own');
+        assert.equal((await checkAuditCounter(ctx)).ok, true, 'and the lowered counter agrees');
+        const v = await verdict(s);
+        assert.equal(v.ok, false);
+        assert.equal(v.findings.filter((f) => /which its chain no longer has/.test(f.problem)).length, 2, JSON.stringify(v.findings));
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('(b) an entry in the middle rewritten, the chain after it, HEAD and markers recomputed', async () => {
+      const s = await open();
+      try {
+        const { ctx, b } = s;
+        const { entries } = await loadChain(ctx, b);
+        let prev: string | null = null;
+        const rewritten = new Map<number, string>();
+        for (const e of entries) {
+          const seq = e.seq as number;
+          const next: Item = { ...e, prev_hash: prev, ...(seq === 3 ? { note: 'history as the attacker tells it' } : {}) };
+          delete next.hash;
+          next.hash = auditHash(next);
+          if (next.hash !== e.hash) await ctx.items.put(next);
+          rewritten.set(seq, next.hash as string);
+          prev = next.hash as string;
+        }
+        await ctx.items.update({ PK: artifactPk(b), SK: HEAD_SK }, { set: { audit_head_hash: prev } });
+        for (const m of (await partition(ctx, b)).filter(isMarker))
+          await ctx.items.put({ ...m, hashes: m.hashes.map((_, i) => rewritten.get(m.first_seq + i) as Digest) });
+        assert.deepEqual((await verifyArtifactAudit(ctx, b)).findings, [], 'the rewritten chain verifies on its own');
+        const v = await verdict(s);
+        assert.equal(v.ok, false);
+        assert.ok(
+          v.findings.some((f) => /seq 3\)/.test(f.row) && /history was rewritten/.test(f.problem)),
+          JSON.stringify(v.findings),
+        );
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('(c) a rewritten tile, entry bundle or STATE root (each undone before the next)', async () => {
+      const s = await open();
+      try {
+        const { ctx } = s;
+        const state = await readLogState(ctx);
+        const tile = tileKey({ level: 0, index: 0, width: state.size });
+        const bundle = bundleKey(0, state.size);
+        const stateItem = (await ctx.items.get(STATE_KEY, { consistent: true })) as Item;
+        const attacks: Array<[string, RegExp, () => Promise<void>]> = [
+          [
+            'tile',
+            /tile was rewritten|tiles/,
+            async () => {
+              const bytes = Buffer.from((await readObject(ctx.content, tile)) as Buffer);
+              bytes[40] = (bytes[40] as number) ^ 1;
+              await overwrite(ctx, tile, bytes);
+            },
+          ],
+          [
+            'bundle',
+            /bundle was rewritten/,
+            async () => {
+              const lines = ((await readObject(ctx.content, bundle)) as Buffer).toString('utf8').split('\n');
+              const forged = JSON.parse(lines[2] as string) as { h: string };
+              forged.h = `sha256:${'0'.repeat(64)}`;
+              lines[2] = JSON.stringify(forged);
+              await overwrite(ctx, bundle, Buffer.from(lines.join('\n')));
+            },
+          ],
+          [
+            'state',
+            /STATE's root/,
+            async () => void (await ctx.items.update(STATE_KEY, { set: { root: Buffer.alloc(32, 7).toString('base64') } })),
+          ],
+        ];
+        const originals = new Map([
+          [tile, (await readObject(ctx.content, tile)) as Buffer],
+          [bundle, (await readObject(ctx.content, bundle)) as Buffer],
+        ]);
+        for (const [target, expected, attack] of attacks) {
+          await attack();
+          const v = await verdict(s);
+          assert.equal(v.ok, false, target);
+          assert.ok(
+            v.findings.some((f) => expected.test(f.problem)),
+            `${target}: ${JSON.stringify(v.findings)}`,
+          );
+          for (const [key, bytes] of originals) await overwrite(ctx, key, bytes);
+          await ctx.items.put(stateItem);
+          assert.equal((await verdict(s)).ok, true, `${target} undone`);
+        }
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('(d) the log truncated: STATE set back to a smaller, self-consistent tree', async () => {
+      const s = await open();
+      try {
+        const { ctx } = s;
+        const root = await new TiledTree(6, contentTileReader(ctx.content)).root();
+        await ctx.items.update(STATE_KEY, { set: { size: 6, root: Buffer.from(root).toString('base64') }, remove: ['checkpoint'] });
+        const v = await verdict(s);
+        assert.equal(v.ok, false);
+        assert.match(v.findings[0]?.problem ?? '', /6 leaves, fewer than the checkpoint's 8 \(the log was truncated\)/);
+      } finally {
+        await s.close();
+      }
+    });
+  });
+}
+
+describe('alp audit checkpoint / alp audit verify --checkpoint FILE --key VKEY (SQLite + directory)', () => {
+  it('prints a signed checkpoint; verify accepts it under the pinned key, refuses another key, and fails (exit 5) after a tail truncation', async () => {
+    const ctx = await embeddedContext();
+    const p = embeddedProfile(ctx);
+    const s = await prepare(ctx, () => ctx.items.close());
+    try {
+      const file = path.join(tempDir('alp-tlog-cp'), 'checkpoint.txt');
+      const taken = await cli(p, ['audit', 'checkpoint', '--out', file]);
+      assert.equal(taken.code, 0, taken.stderr);
+      assert.equal(JSON.parse(taken.stdout).size, 8);
+      const ok = await cli(p, ['audit', 'verify', '--checkpoint', file, '--key', s.vkey]);
+      assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+      assert.equal(JSON.parse(ok.stdout).log.ok, true);
+      const otherSigner = await (await import('../../src/system/signing-key.ts')).openFileSigner(
+        path.join(tempDir('alp-k2'), 'k.pem'),
+        s.vkey.split('+')[0] as string,
+      );
+      const wrongKey = await cli(p, [
+        'audit',
+        'verify',
+        '--checkpoint',
+        file,
+        '--key',
+        verifierKey(otherSigner.name, otherSigner.publicKey),
+      ]);
+      assert.equal(wrongKey.code, 5, wrongKey.stderr);
+      // (a) again, through the CLI
+      const tail = (await partition(ctx, s.a)).filter((i) => i.type === 'transition' && (i.seq as number) >= 3);
+      for (const i of tail) await ctx.items.delete({ PK: i.PK, SK: i.SK });
+      const kept = (await loadChain(ctx, s.a)).entries.at(-1) as Item;
+      await ctx.items.update({ PK: artifactPk(s.a), SK: HEAD_SK }, { set: { audit_seq: 2, audit_head_hash: kept.hash } });
+      const broken = await cli(p, ['audit', 'verify', '--checkpoint', file, '--key', s.vkey]);
+      assert.equal(broken.code, 5, broken.stdout);
+      assert.match(broken.stdout, /which its chain no longer has/);
+    } finally {
+      await s.close();
+    }
+  });
+});
