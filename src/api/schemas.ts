@@ -517,10 +517,52 @@ export const PublicKey = Type.Object(
     verifier_key: Type.String({ description: 'C2SP signed-note verifier key: name+hash+base64(0x01 || key)' }),
     public_key: Type.String({ description: 'the raw 32-byte Ed25519 public key, base64' }),
     fingerprint: Type.String({ pattern: DIGEST, description: 'sha256 of the raw public key; the keyid of the envelopes it signs' }),
+    status: Type.Union([Type.Literal('current'), Type.Literal('retired')], {
+      description: 'current: signs now; retired: rotated out, listed so that what it signed stays verifiable',
+    }),
+    activated_at: Type.Optional(Type.String({ description: 'when the key log recorded it' })),
+    retired_at: Type.Optional(Type.String({ description: 'when the key log recorded its successor' })),
+    recorded_by: Type.Optional(
+      Type.Object(
+        {
+          seq: Type.Integer({ minimum: 1 }),
+          action: Type.Union([Type.Literal('KEY_ACTIVATED'), Type.Literal('KEY_ROTATED')]),
+          cross_signed: Type.Boolean({ description: 'whether the previous key signed the statement naming this one' }),
+        },
+        { ...closed, description: 'the key log entry that recorded the key' },
+      ),
+    ),
   },
   { ...closed, description: 'a public key of the installation' },
 );
-export const KeyList = Type.Object({ keys: Type.Array(PublicKey) }, closed);
+export const KeyLogEntry = Type.Object(
+  {
+    seq: Type.Integer({ minimum: 1 }),
+    timestamp: Type.String(),
+    action: Type.Union([Type.Literal('KEY_ACTIVATED'), Type.Literal('KEY_ROTATED')]),
+    key_name: Type.String(),
+    verifier_key: Type.String(),
+    public_key: Type.String({ description: 'the new key, raw 32 bytes, base64' }),
+    fingerprint: Type.String({ pattern: DIGEST }),
+    previous_fingerprint: Type.Union([Type.String({ pattern: DIGEST }), Type.Null()]),
+    by: Type.Object({ id: Type.String(), kind: Type.String() }, closed),
+    reason: Type.Optional(Type.String()),
+    statement: Type.String({ description: 'the canonical JSON statement the keys signed (UTF-8 bytes, pure Ed25519)' }),
+    cross_signed: Type.Boolean(),
+    old_key_signature: Type.Optional(Type.String({ description: 'the previous key over the statement, base64 (when cross_signed)' })),
+    new_key_signature: Type.String({ description: 'the new key over the statement, base64' }),
+    prev_hash: Type.Union([Type.String({ pattern: DIGEST }), Type.Null()]),
+    hash: Type.String({ pattern: DIGEST }),
+  },
+  { ...closed, description: 'an entry of the installation key log (hash-chained; docs/audit-format.md)' },
+);
+export const KeyList = Type.Object(
+  {
+    keys: Type.Array(PublicKey, { description: 'the current key first, then the retired ones, newest first' }),
+    history: Type.Array(KeyLogEntry, { description: 'the key log, oldest first: every activation and rotation' }),
+  },
+  closed,
+);
 export const AttestationList = Type.Object(
   {
     artifact_id: ArtifactId,

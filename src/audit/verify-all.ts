@@ -8,6 +8,7 @@ import { stateKey } from '../telemetry/queue.ts';
 import { verifyApprovalPolicyLog } from './approval-policy-log.ts';
 import { allHeads } from './chain.ts';
 import { type Checkpoint, type CounterCheck, checkAuditCounter, verifyCheckpoint } from './counter.ts';
+import { verifyKeyLog } from './key-log.ts';
 import { verifyTokenLog } from './token-log.ts';
 import { type ChainReport, verifyArtifactAudit } from './verify.ts';
 import { verifyWebhookLog } from './webhook-log.ts';
@@ -28,6 +29,8 @@ export interface AuditVerifySummary {
   webhook_log?: { entries: number; ok: boolean };
   /** The approval policy log (approval-policy-log.ts), likewise. */
   approval_policy_log?: { entries: number; ok: boolean };
+  /** The installation key log (key-log.ts: chain, signatures, cross-signatures, CURRENT), likewise. */
+  key_log?: { entries: number; ok: boolean };
 }
 
 export interface AuditVerifyOptions {
@@ -68,6 +71,8 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
   if (webhookLog && !webhookLog.ok) reports.push(webhookLog);
   const policyLog = opts.artifactId ? undefined : await verifyApprovalPolicyLog(ctx);
   if (policyLog && !policyLog.ok) reports.push(policyLog);
+  const keyLog = opts.artifactId ? undefined : await verifyKeyLog(ctx);
+  if (keyLog && !keyLog.ok) reports.push(keyLog);
   if (opts.checkpoint)
     for (const f of await verifyCheckpoint(ctx, opts.checkpoint))
       reports.push(outsideChain(f.artifact_id, `checkpoint ${f.artifact_id}`, f.problem));
@@ -81,5 +86,6 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
     ...(tokenLog ? { token_log: { entries: tokenLog.entries, ok: tokenLog.ok } } : {}),
     ...(webhookLog ? { webhook_log: { entries: webhookLog.entries, ok: webhookLog.ok } } : {}),
     ...(policyLog ? { approval_policy_log: { entries: policyLog.entries, ok: policyLog.ok } } : {}),
+    ...(keyLog ? { key_log: { entries: keyLog.entries, ok: keyLog.ok } } : {}),
   };
 }

@@ -52,6 +52,9 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'provenance show': 'read',
   'artifact attest': 'read',
   'keys show': 'read',
+  'keys history': 'read',
+  // Replaces the installation's private key: the operator's alone, where the storage is.
+  'keys rotate': 'install',
   'query transitions': 'read',
   'query approvals': 'read',
   'query runs': 'read',
@@ -142,6 +145,7 @@ export const REMOTE_COMMANDS: ReadonlySet<string> = new Set([
   'keys show',
   'query transitions',
   'query approvals',
+  'keys history',
   'query runs',
   'query provenance',
   'query compensations',

@@ -156,6 +156,17 @@ export const APPROVAL_POLICY_LOG_SK_PREFIX = 'LOG#';
 export const approvalPolicyLogSk = (seq: number) => `${APPROVAL_POLICY_LOG_SK_PREFIX}${pad(seq, SEQ_DIGITS)}`;
 export const APPROVAL_POLICY_LOG_HEAD_SK = 'LOG_HEAD';
 /**
+ * KEYS: the installation signing key's history (issue 20 item 2, src/audit/key-log.ts), one partition
+ * written only when a key is first used, rotated or replaced: the key log (`LOG#{seq:10}`,
+ * hash-chained, KEY_ACTIVATED / KEY_ROTATED), its head (`LOG_HEAD`) and the recorded current key
+ * (`CURRENT`: its fingerprint, the condition every key change is written under).
+ */
+export const KEYS_PK = 'KEYS';
+export const KEY_CURRENT_SK = 'CURRENT';
+export const KEY_LOG_SK_PREFIX = 'LOG#';
+export const keyLogSk = (seq: number) => `${KEY_LOG_SK_PREFIX}${pad(seq, SEQ_DIGITS)}`;
+export const KEY_LOG_HEAD_SK = 'LOG_HEAD';
+/**
  * WHLOG#{endpoint id}: an endpoint's delivery log, `A#{at}#{ulid}` per attempt (status or error,
  * duration, attempt number; deleted after the retention period), and `OK#{event id}` once an event was
  * delivered there (deleted when its outbox record is acknowledged).

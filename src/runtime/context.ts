@@ -8,9 +8,12 @@
  * - the reference index: `ctx.content` is the engine decorated by system/indexed-content.ts, so every
  *   object written under an indexed prefix gets its REFIDX entry from the pass that hashes it
  *   (issue 17 item 1); a content store that is already indexed is re-decorated, never stacked.
+ * - the key history: installationSigner holds every signer it opens to the installation key log
+ *   (audit/key-history.ts: the first key recorded, a rotation finished, a retired key refused).
  * Audit sinks (the telemetry outbox) are attached by `attachAuditSinks` (runtime/sinks.ts), which the
  * entry points call after this.
  */
+import { KEY_HISTORY } from '../audit/key-history.ts';
 import { settleInterruptedBackups } from '../recovery/backup.ts';
 import { publishChecks } from '../retention/guard.ts';
 import { recoverPreparedPurges } from '../retention/recovery-step.ts';
@@ -39,7 +42,12 @@ export const RECOVERY_STEPS: readonly MaintenanceRecoveryStep[] = [
  * its content indexed into its items (the shard count read from ctx.layout at each write).
  */
 export function createContext(parts: ContextParts): ServiceContext {
-  const ctx = createBareContext({ publishChecks: [...PUBLISH_CHECKS], recoverySteps: [...RECOVERY_STEPS], ...parts });
+  const ctx = createBareContext({
+    publishChecks: [...PUBLISH_CHECKS],
+    recoverySteps: [...RECOVERY_STEPS],
+    keyHistory: KEY_HISTORY,
+    ...parts,
+  });
   ctx.content = indexedContent(ctx.content, ctx.items, () => ctx.layout, ctx.clock);
   return ctx;
 }

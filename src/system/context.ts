@@ -12,6 +12,7 @@ import type { MaintenanceHandle } from './fence.ts';
 import type { InstallationKeySource } from './key-source.ts';
 import type { Layout } from './layout.ts';
 import { UNSHARDED } from './layout.ts';
+import type { Signer } from './signing-key.ts';
 
 /** One process that owns upload reservations (lifecycle/instance.ts). */
 export interface ProcessInstance {
@@ -43,6 +44,11 @@ export interface ServiceContext {
    */
   signingKey?: InstallationKeySource;
   /**
+   * The installation key's recorded history (audit/key-history.ts; registered by runtime/):
+   * installationSigner reconciles every signer it opens with it and checks a memoized one against it.
+   */
+  keyHistory?: KeyHistory;
+  /**
    * Whether audit transactions write the transparency log's pending markers (audit/tlog/markers.ts):
    * on unless false (runtime/ sets false for ALP_TLOG_MARKERS=off, a benchmark's reference run only).
    */
@@ -52,6 +58,18 @@ export interface ServiceContext {
    * transparency-log loop asks for a round). Observation only; never counted as a sink.
    */
   commitObservers?: Array<(entries: readonly Item[]) => void>;
+}
+
+/** How an opened installation signer is held to the key history (audit/key-history.ts). */
+export interface KeyHistory {
+  /**
+   * Reconciles a signer just opened from `source` with the history and gives the one to use: records
+   * the first key (KEY_ACTIVATED) or a key the source changed to (KEY_ROTATED, not cross-signed),
+   * finishes a rotation a crash interrupted, refuses a retired key.
+   */
+  adopt(ctx: ServiceContext, source: InstallationKeySource, signer: Signer): Promise<Signer>;
+  /** Whether `signer` is still the recorded current key (one consistent read). */
+  isCurrent(ctx: ServiceContext, signer: Signer): Promise<boolean>;
 }
 
 export interface AuditEvent {

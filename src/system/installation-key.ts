@@ -41,6 +41,8 @@ export function fileKeySource(file: string, opts: { create: boolean }): Installa
       if (!opts.create) await assertKeyFileExists(file);
       return openFileSigner(file, keyName);
     },
+    // Only the embedded default is ALP's to replace: a named file is shared by every node.
+    ...(opts.create ? { rotatable: { file } } : {}),
   };
 }
 
@@ -65,30 +67,45 @@ const opened = new WeakMap<InstallationKeySource, Promise<Signer>>();
 
 /**
  * The installation's signer, opened once per key source (the first call may generate the embedded
- * key). NOT_FOUND (`details.reason: NO_SIGNING_KEY`) when no key is configured.
+ * key) and reconciled with the key history (ctx.keyHistory: recorded, a half-done rotation finished,
+ * a retired key refused). A memoized signer is checked against the history's current key on every
+ * call (one consistent read), so a process keeps no key another process rotated out: it reopens the
+ * source. NOT_FOUND (`details.reason: NO_SIGNING_KEY`) when no key is configured.
  */
-export function installationSigner(ctx: ServiceContext): Promise<Signer> {
+export async function installationSigner(ctx: ServiceContext): Promise<Signer> {
   const source = ctx.signingKey;
   if (!source) {
-    return Promise.reject(
-      new NotFound(
-        'no signing key is configured for this installation: set ALP_SIGNING_KEY=FILE (an Ed25519 PKCS#8 PEM key, mode 0600) on every node, or supply a Signer when opening the installation',
-        { reason: 'NO_SIGNING_KEY' },
-      ),
+    throw new NotFound(
+      'no signing key is configured for this installation: set ALP_SIGNING_KEY=FILE (an Ed25519 PKCS#8 PEM key, mode 0600) on every node, or supply a Signer when opening the installation',
+      { reason: 'NO_SIGNING_KEY' },
     );
   }
-  let signer = opened.get(source);
-  if (!signer) {
-    signer = openSource(ctx, source);
-    opened.set(source, signer);
-    // A failure (a key file refused, storage unreadable) is reported to this caller, and retried by the next.
-    signer.catch(() => opened.delete(source));
-  }
+  const memo = opened.get(source);
+  const signer = await (memo ?? openMemoized(ctx, source));
+  if (!memo || !ctx.keyHistory || (await ctx.keyHistory.isCurrent(ctx, signer))) return signer;
+  // Rotated since it was opened (by another process, or this one): open the source again, once.
+  if (opened.get(source) === memo) opened.delete(source);
+  return opened.get(source) ?? openMemoized(ctx, source);
+}
+
+/** Forgets the memoized signer of ctx's source (after this process rotated the key). */
+export function forgetInstallationSigner(ctx: Pick<ServiceContext, 'signingKey'>): void {
+  if (ctx.signingKey) opened.delete(ctx.signingKey);
+}
+
+function openMemoized(ctx: ServiceContext, source: InstallationKeySource): Promise<Signer> {
+  const signer = openSource(ctx, source);
+  opened.set(source, signer);
+  // A failure (a key file refused, storage unreadable) is reported to this caller, and retried by the next.
+  signer.catch(() => {
+    if (opened.get(source) === signer) opened.delete(source);
+  });
   return signer;
 }
 
 async function openSource(ctx: ServiceContext, source: InstallationKeySource): Promise<Signer> {
   const installation = await readInstallation(ctx);
   if (!installation) throw new NotFound('no installation: run `alp init` before signing anything', { reason: 'NO_INSTALLATION' });
-  return source.open(installationKeyName(installation.installation_id));
+  const signer = await source.open(installationKeyName(installation.installation_id));
+  return ctx.keyHistory ? ctx.keyHistory.adopt(ctx, source, signer) : signer;
 }

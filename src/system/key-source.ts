@@ -11,4 +11,10 @@ export type SignerFactory = (keyName: string) => Promise<Signer>;
 export interface InstallationKeySource {
   open: SignerFactory;
   describe: string;
+  /**
+   * Set on the embedded default only (`<data dir>/keys/installation.ed25519.pem`): the key file
+   * `alp keys rotate` replaces (audit/key-rotation.ts). A named file or a host signer is rotated at
+   * its source instead.
+   */
+  rotatable?: { file: string };
 }

@@ -70,8 +70,8 @@ export async function openFileSigner(file: string, name: string): Promise<FileSi
   return { ...keySigner(name, key), file, created: created !== undefined };
 }
 
-/** The private key in `file`, or undefined when there is no file. */
-async function readKeyFile(file: string): Promise<KeyObject | undefined> {
+/** The private key in `file`, or undefined when there is no file (refused as openFileSigner refuses it). */
+export async function readKeyFile(file: string): Promise<KeyObject | undefined> {
   let fh: fs.FileHandle;
   try {
     fh = await fs.open(file, C.O_RDONLY | C.O_NOFOLLOW);
@@ -114,9 +114,17 @@ function assertPrivate(file: string, st: { mode: number; uid: number }): void {
 
 /** Generates a key into `file`; undefined when another process created the file first. */
 async function createKeyFile(file: string): Promise<KeyObject | undefined> {
+  return writeKeyFileOnce(file, generateKeyPairSync('ed25519').privateKey);
+}
+
+/**
+ * Writes `privateKey` to `file` unless it exists (a private 0600 temp file in a 0700 directory,
+ * fsynced, then linked to the name: the link is the commit). Returns the key when this call created
+ * the file, undefined when the file was already there (left as it is).
+ */
+export async function writeKeyFileOnce(file: string, privateKey: KeyObject): Promise<KeyObject | undefined> {
   const dir = path.dirname(file);
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const { privateKey } = generateKeyPairSync('ed25519');
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' });
   const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   const fh = await fs.open(tmp, 'wx', 0o600);
@@ -138,4 +146,29 @@ async function createKeyFile(file: string): Promise<KeyObject | undefined> {
     await fh.close().catch(() => {});
     await fs.rm(tmp, { force: true });
   }
+}
+
+/**
+ * Where a rotation of the key in `file` keeps the next key until the rotation is recorded: beside it,
+ * `pending/<hex of the new key's fingerprint>.ed25519.pem` (so the next open can find the key the
+ * history names as current, and finish a rotation a crash interrupted).
+ */
+export function pendingKeyFile(file: string, fingerprintHex: string): string {
+  return path.join(path.dirname(file), 'pending', `${fingerprintHex}.ed25519.pem`);
+}
+
+/**
+ * Moves the pending key over `file` (rename: atomic; the old key is gone). False when `pending` is
+ * not there (another process promoted it first, or it never was).
+ */
+export async function promotePendingKey(pending: string, file: string): Promise<boolean> {
+  try {
+    await fs.rename(pending, file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
+  await fsyncDir(path.dirname(file));
+  await fsyncDir(path.dirname(pending));
+  return true;
 }

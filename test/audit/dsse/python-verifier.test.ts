@@ -244,7 +244,7 @@ describe('DSSE attestations verified by Python (python3-cryptography)', () => {
     // The CLI on the same data directory: the same key, byte-identical envelopes (deterministic signatures).
     const shown = await runAlp(['keys', 'show', '--data', data, '--json']);
     assert.equal(shown.code, 0, shown.stderr);
-    assert.deepEqual(JSON.parse(shown.stdout), { keys });
+    assert.deepEqual(JSON.parse(shown.stdout).keys, keys);
     const out = path.join(tempDir('alp-dsse-out'), 'deploy-v1.intoto.jsonl');
     const attest = await runAlp(['artifact', 'attest', 'deploy', '--version', '1', '--out', out, '--data', data]);
     assert.equal(attest.code, 0, attest.stderr);

@@ -1,0 +1,73 @@
+/**
+ * `alp keys rotate` (issue 20 item 2): replaces the embedded installation key
+ * (`<data dir>/keys/installation.ed25519.pem`) with a new one, cross-signed, in an order a crash
+ * cannot break:
+ *
+ * 1. the new key is written to `keys/pending/<hex of its fingerprint>.ed25519.pem` (0600, fsynced,
+ *    linked: system/signing-key.ts `writeKeyFileOnce`);
+ * 2. KEY_ROTATED is recorded (key-log.ts), the statement signed by the old key and the new one,
+ *    conditioned on CURRENT still naming the old key;
+ * 3. the pending file is renamed over the key file (the old private key is gone: ALP never signs with
+ *    a retired key, and its public key stays in the log for verifying what it signed).
+ *
+ * A crash before 2 leaves the old key in use and nothing recorded (the pending file is never used;
+ * it may be deleted). A crash after 2 leaves the log naming the pending key: the next open of the
+ * key (key-history.ts) renames it into place. Other processes holding the old key (a running
+ * `alp start`) check the log's CURRENT before each signature and reopen (system/installation-key.ts).
+ *
+ * A key named by ALP_SIGNING_KEY or supplied by the host is not ALP's to replace (every node shares
+ * it): it is rotated at its source, and the first open of the new key records KEY_ROTATED, not
+ * cross-signed (key-history.ts).
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { ConditionFailed, Conflict, UsageError } from '../core/errors.ts';
+import type { ServiceContext } from '../system/context.ts';
+import { forgetInstallationSigner, installationSigner } from '../system/installation-key.ts';
+import { keySigner, pendingKeyFile, promotePendingKey, writeKeyFileOnce } from '../system/signing-key.ts';
+import { commitKeyChange, type KeyEvent, keyChangeDraft, keyFingerprint } from './key-log.ts';
+
+/** The steps of a rotation, for a test to stop it after one (a crash). */
+export type RotationStep = 'pending' | 'recorded';
+
+export interface RotateKeyOptions {
+  by: { id: string; kind: string };
+  reason?: string | undefined;
+  /** Called after each step (a test throws here to leave a rotation half done). */
+  afterStep?: (step: RotationStep) => void | Promise<void>;
+}
+
+export interface RotatedKey {
+  previous_fingerprint: string;
+  fingerprint: string;
+  entry: KeyEvent;
+}
+
+export async function rotateInstallationKey(ctx: ServiceContext, opts: RotateKeyOptions): Promise<RotatedKey> {
+  const old = await installationSigner(ctx);
+  const file = ctx.signingKey?.rotatable?.file;
+  if (!file) {
+    throw new UsageError(
+      `the installation key comes from ${ctx.signingKey?.describe ?? 'nowhere'}, which ALP does not replace: put the new key there on every node; the first open of it records the rotation (not cross-signed)`,
+      { reason: 'KEY_NOT_ROTATABLE' },
+    );
+  }
+  const nextKey = generateKeyPairSync('ed25519').privateKey;
+  const next = keySigner(old.name, nextKey);
+  const pending = pendingKeyFile(file, keyFingerprint(next.publicKey).replace(/^sha256:/, ''));
+  await writeKeyFileOnce(pending, nextKey);
+  await opts.afterStep?.('pending');
+  let entry: KeyEvent;
+  try {
+    entry = await commitKeyChange(ctx, await keyChangeDraft(old, next, { by: opts.by, reason: opts.reason, crossSign: true }));
+  } catch (e) {
+    if (!(e instanceof ConditionFailed)) throw e;
+    // Not recorded (someone else changed the key first): this pending key will never be used.
+    await fs.rm(pending, { force: true });
+    throw new Conflict('the installation key changed while it was being rotated: run `alp keys rotate` again', { reason: 'KEY_CHANGED' });
+  }
+  await opts.afterStep?.('recorded');
+  await promotePendingKey(pending, file);
+  forgetInstallationSigner(ctx);
+  return { previous_fingerprint: keyFingerprint(old.publicKey), fingerprint: entry.fingerprint, entry };
+}
