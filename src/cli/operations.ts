@@ -67,6 +67,8 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
   'telemetry claim': 'telemetry',
   'telemetry ack': 'telemetry',
   'telemetry drain': 'telemetry',
+  'telemetry exporters list': 'telemetry',
+  'telemetry exporters remove': 'telemetry',
   'webhooks add': 'manageWebhooks',
   'webhooks list': 'manageWebhooks',
   'webhooks remove': 'manageWebhooks',

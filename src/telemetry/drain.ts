@@ -1,7 +1,8 @@
 /**
- * An example exporter loop (seed 004's snippet, as a service): claim a batch, hand it to `send`,
- * acknowledge its records (acknowledgeAll: the same rules as acknowledge, fewer transactions), repeat
- * until nothing is available. Transport, credentials and collector
+ * An example exporter loop (seed 004's snippet, as a service): claim a batch, hand it to `send`, let
+ * the other exporters settle it (`settle`: the webhook deliveries, so the dispatcher and this exporter
+ * each get every record), acknowledge its records (acknowledgeAll: the same rules as acknowledge, fewer
+ * transactions), repeat until nothing is available. Transport, credentials and collector
  * approval are the host's (the CLI offers stdout and a loopback HTTP POST); a batch whose send fails
  * is not acknowledged, so its leases expire and the records are retried (at least once, best effort).
  */
@@ -15,6 +16,19 @@ export interface DrainOptions extends ClaimOptions {
   send: (batch: ClaimedRecord[]) => Promise<void>;
   /** Stop after this many batches (default: until a claim comes back empty). */
   maxBatches?: number;
+  /**
+   * The other exporters' part, after `send` and before the acknowledgement (the webhook deliveries,
+   * webhooks/dispatcher.ts `settleForExporter`): the records it returns in `defer` are not acknowledged
+   * but deferred by their delay (sent again to `send` on their next lease); `afterAck` runs once the
+   * others are acknowledged.
+   */
+  settle?: (batch: ClaimedRecord[]) => Promise<Settled>;
+}
+
+export interface Settled {
+  /** Record id → back-off delay (ms) of the records some other exporter still misses. */
+  defer: Map<string, number>;
+  afterAck?: (acknowledged: string[]) => Promise<void>;
 }
 
 export interface DrainReport {
@@ -23,10 +37,12 @@ export interface DrainReport {
   delivered: number;
   /** Acknowledgements refused (a lease that expired while sending): those records are retried. */
   refused: number;
+  /** Records sent but deferred because another exporter (a webhook endpoint) still misses them. */
+  deferred: number;
 }
 
 export async function drainQueue(queue: TelemetryQueue, opts: DrainOptions): Promise<DrainReport> {
-  const report: DrainReport = { batches: 0, claimed: 0, delivered: 0, refused: 0 };
+  const report: DrainReport = { batches: 0, claimed: 0, delivered: 0, refused: 0, deferred: 0 };
   const claimOpts: ClaimOptions = {
     ...(opts.maxRecords !== undefined ? { maxRecords: opts.maxRecords } : {}),
     ...(opts.maxBytes !== undefined ? { maxBytes: opts.maxBytes } : {}),
@@ -38,15 +54,29 @@ export async function drainQueue(queue: TelemetryQueue, opts: DrainOptions): Pro
     report.batches++;
     report.claimed += batch.length;
     await opts.send(batch);
-    const results = await queue.acknowledgeAll(
-      opts.epoch,
-      opts.owner,
-      batch.map((r) => ({ id: r.id, leaseToken: r.leaseToken })),
-      opts.clock.now(),
-    );
+    const settled: Settled = opts.settle ? await opts.settle(batch) : { defer: new Map() };
+    const acks = batch.filter((r) => !settled.defer.has(r.id));
+    const results =
+      acks.length === 0
+        ? []
+        : await queue.acknowledgeAll(
+            opts.epoch,
+            opts.owner,
+            acks.map((r) => ({ id: r.id, leaseToken: r.leaseToken })),
+            opts.clock.now(),
+          );
     report.delivered += results.filter((r) => r.acknowledged).length;
     // A record whose lease was lost meanwhile (it expired and was reclaimed) is delivered again later.
     report.refused += results.filter((r) => !r.acknowledged).length;
+    await settled.afterAck?.(results.filter((r) => r.acknowledged).map((r) => r.id));
+    const defers = batch.flatMap((r) => {
+      const delayMs = settled.defer.get(r.id);
+      return delayMs === undefined ? [] : [{ id: r.id, leaseToken: r.leaseToken, delayMs }];
+    });
+    if (defers.length > 0) {
+      const deferred = await queue.deferAll(opts.epoch, opts.owner, defers, opts.clock.now());
+      report.deferred += deferred.filter((d) => d.deferred).length;
+    }
   }
   return report;
 }

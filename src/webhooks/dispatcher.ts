@@ -9,11 +9,15 @@
  * disabled (and the disable recorded in the webhook log) after `disableAfter` consecutive failures.
  *
  * While no endpoint is ACTIVE nothing is claimed, so an installation without webhooks keeps its
- * outbox for other exporters.
+ * outbox for other exporters. While a pull exporter is registered (`alp telemetry drain`,
+ * telemetry/exporters.ts) nothing is claimed either: that exporter consumes the outbox and settles each
+ * record's webhooks first (`settleForExporter`), so both get every record.
  */
 import { hostname } from 'node:os';
 import type { ServiceContext } from '../system/context.ts';
 import { readEpoch } from '../system/state.ts';
+import type { Settled } from '../telemetry/drain.ts';
+import { registeredExporters } from '../telemetry/exporters.ts';
 import type { AckInput, ClaimedRecord, DeferInput, TelemetryQueue } from '../telemetry/queue.ts';
 import { backoffDelay } from './backoff.ts';
 import type { WebhookSettings } from './config.ts';
@@ -39,6 +43,8 @@ export interface DeliveryReport {
   skipped: number;
   /** Endpoints this pass disabled. */
   disabled: string[];
+  /** A pull exporter is registered (telemetry/exporters.ts): it consumes the outbox, this pass claimed nothing for itself. */
+  yielded: boolean;
 }
 
 export interface DispatchOptions {
@@ -59,7 +65,7 @@ export function defaultOwner(): string {
 }
 
 function emptyReport(): DeliveryReport {
-  return { claimed: 0, delivered: 0, failed: 0, acknowledged: 0, deferred: 0, skipped: 0, disabled: [] };
+  return { claimed: 0, delivered: 0, failed: 0, acknowledged: 0, deferred: 0, skipped: 0, disabled: [], yielded: false };
 }
 
 /** What happens to one claimed record. */
@@ -157,15 +163,17 @@ async function eventsOf(ctx: ServiceContext, batch: ClaimedRecord[], apiBase: st
   );
 }
 
-/** One claim: deliver, then acknowledge what is delivered everywhere and defer the rest by the back-off. */
-async function deliverClaim(
-  ctx: ServiceContext,
-  pass: Pass,
-  batch: ClaimedRecord[],
-  opts: Required<Pick<DispatchOptions, 'queue' | 'settings' | 'owner'>>,
-  epoch: number,
-) {
-  const events = await eventsOf(ctx, batch, opts.settings.apiBase);
+/** One record's outcome: acknowledge it, or defer it by `delayMs`; `delivered`: the endpoints that have it. */
+interface Settlement {
+  record: ClaimedRecord;
+  ack: boolean;
+  delayMs: number;
+  delivered: string[];
+}
+
+/** Delivers a claimed batch to the endpoints still missing each record; says what may be acknowledged. */
+async function settleBatch(ctx: ServiceContext, pass: Pass, batch: ClaimedRecord[], settings: WebhookSettings): Promise<Settlement[]> {
+  const events = await eventsOf(ctx, batch, settings.apiBase);
   const pairs = batch.flatMap((_, i) => {
     const ev = events[i];
     return ev instanceof Error || !ev ? [] : pass.targets(ev).map((ep) => ({ endpointId: ep.endpoint_id, eventId: ev.id }));
@@ -178,24 +186,61 @@ async function deliverClaim(
       return ev instanceof Error ? { record, ack: false, delivered: [], waitingFor: [] } : pass.settle(record, ev, done);
     }),
   ).then((tried) => tried.map((v) => pass.final(v)));
+  return verdicts.map((v) => ({
+    record: v.record,
+    ack: v.ack,
+    delivered: v.delivered,
+    delayMs: v.ack ? 0 : backoffDelay(v.record.attempts, settings.backoffBaseMs, settings.backoffMaxMs),
+  }));
+}
+
+/** After an acknowledgement: the delivered markers of the acknowledged records are no longer needed. */
+async function clearAcknowledged(ctx: ServiceContext, settled: Settlement[], acknowledged: ReadonlySet<string>): Promise<void> {
+  for (const s of settled) if (acknowledged.has(s.record.id) && s.delivered.length > 0) await clearDelivered(ctx, s.record.id, s.delivered);
+}
+
+/** One claim: deliver, then acknowledge what is delivered everywhere and defer the rest by the back-off. */
+async function deliverClaim(
+  ctx: ServiceContext,
+  pass: Pass,
+  batch: ClaimedRecord[],
+  opts: Required<Pick<DispatchOptions, 'queue' | 'settings' | 'owner'>>,
+  epoch: number,
+) {
+  const settled = await settleBatch(ctx, pass, batch, opts.settings);
   const now = ctx.clock.now();
-  const acks: AckInput[] = verdicts.filter((v) => v.ack).map((v) => ({ id: v.record.id, leaseToken: v.record.leaseToken }));
-  const defers: DeferInput[] = verdicts
+  const acks: AckInput[] = settled.filter((v) => v.ack).map((v) => ({ id: v.record.id, leaseToken: v.record.leaseToken }));
+  const defers: DeferInput[] = settled
     .filter((v) => !v.ack)
-    .map((v) => ({
-      id: v.record.id,
-      leaseToken: v.record.leaseToken,
-      delayMs: backoffDelay(v.record.attempts, opts.settings.backoffBaseMs, opts.settings.backoffMaxMs),
-    }));
+    .map((v) => ({ id: v.record.id, leaseToken: v.record.leaseToken, delayMs: v.delayMs }));
   if (acks.length > 0) {
     const acked = await opts.queue.acknowledgeAll(epoch, opts.owner, acks, now);
     pass.report.acknowledged += acked.filter((a) => a.acknowledged).length;
-    for (const v of verdicts) if (v.ack && v.delivered.length > 0) await clearDelivered(ctx, v.record.id, v.delivered);
+    await clearAcknowledged(ctx, settled, new Set(acked.filter((a) => a.acknowledged).map((a) => a.id)));
   }
   if (defers.length > 0) {
     const deferred = await opts.queue.deferAll(epoch, opts.owner, defers, now);
     pass.report.deferred += deferred.filter((d) => d.deferred).length;
   }
+}
+
+/**
+ * The webhook part of a pull exporter's batch (`alp telemetry drain`, telemetry/drain.ts `settle`):
+ * the same deliveries, markers, back-off and disabling as a dispatcher pass; the exporter acknowledges
+ * what this leaves out of `defer` and defers the rest. No ACTIVE endpoint: nothing is deferred.
+ */
+export async function settleForExporter(
+  ctx: ServiceContext,
+  batch: ClaimedRecord[],
+  settings: WebhookSettings,
+): Promise<Settled & { report: DeliveryReport }> {
+  const pass = new Pass(ctx, settings, await activeEndpoints(ctx));
+  const settled = await settleBatch(ctx, pass, batch, settings);
+  return {
+    report: pass.report,
+    defer: new Map(settled.filter((s) => !s.ack).map((s) => [s.record.id, s.delayMs])),
+    afterAck: (ids) => clearAcknowledged(ctx, settled, new Set(ids)),
+  };
 }
 
 /** The lease of a claim: long enough to deliver its records (concurrently) to every endpoint, and record them. */
@@ -213,6 +258,7 @@ function leaseMs(settings: WebhookSettings): number {
 export async function deliverPending(ctx: ServiceContext, opts: DispatchOptions): Promise<DeliveryReport> {
   const pass = new Pass(ctx, opts.settings, await activeEndpoints(ctx));
   if (pass.endpoints.length === 0) return pass.report;
+  if ((await registeredExporters(ctx.items)).length > 0) return { ...pass.report, yielded: true };
   const owner = opts.owner ?? defaultOwner();
   const epoch = await readEpoch(ctx.items);
   const maxRecords = opts.recordsPerClaim ?? DEFAULT_RECORDS_PER_CLAIM;
@@ -221,6 +267,14 @@ export async function deliverPending(ctx: ServiceContext, opts: DispatchOptions)
     const batch = await opts.queue.claim(epoch, owner, ctx.clock.now(), { maxRecords, leaseMs: leaseMs(opts.settings) });
     if (batch.length === 0) break;
     pass.report.claimed += batch.length;
+    if ((await registeredExporters(ctx.items)).length > 0) {
+      // A pull exporter registered before this claim: it consumes the outbox now (and settles the
+      // webhooks of each record); hand the batch back untouched.
+      const back = batch.map((r) => ({ id: r.id, leaseToken: r.leaseToken, delayMs: 0 }));
+      await opts.queue.deferAll(epoch, owner, back, ctx.clock.now());
+      pass.report.yielded = true;
+      break;
+    }
     pass.endpoints = await activeEndpoints(ctx);
     for (const ep of pass.endpoints) swept.add(ep.endpoint_id);
     await deliverClaim(ctx, pass, batch, { queue: opts.queue, settings: opts.settings, owner }, epoch);

@@ -2,8 +2,11 @@ import type { Command } from 'commander';
 import { InternalError, UsageError } from '../../core/errors.ts';
 import { readEpoch } from '../../system/state.ts';
 import { drainQueue, exportLine } from '../../telemetry/drain.ts';
+import { registerExporter, registeredExporters, removeExporter } from '../../telemetry/exporters.ts';
 import { resolveLimits, type TelemetryLimits, telemetryLimitsFromEnv } from '../../telemetry/limits.ts';
 import { type ClaimedRecord, type ClaimOptions, TelemetryQueue } from '../../telemetry/queue.ts';
+import { webhookSettings } from '../../webhooks/config.ts';
+import { settleForExporter } from '../../webhooks/dispatcher.ts';
 import { output, parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
 
 function openQueue(rt: Runtime, limits?: Partial<TelemetryLimits>): TelemetryQueue {
@@ -60,6 +63,7 @@ export function registerTelemetryCommands(program: Command): void {
   const telemetry = program.command('telemetry').description('the durable, bounded telemetry outbox fed by every audit write');
   addOutboxCommands(telemetry);
   addDeliveryCommands(telemetry);
+  addExporterCommands(telemetry);
 }
 
 /** alp telemetry init | stats | enqueue */
@@ -114,6 +118,29 @@ function addOutboxCommands(telemetry: Command): void {
     );
 }
 
+/** alp telemetry exporters list | remove NAME: the registered pull exporters (telemetry/exporters.ts) */
+function addExporterCommands(telemetry: Command): void {
+  const exporters = telemetry.command('exporters').description('pull exporters registered by `alp telemetry drain`');
+  exporters
+    .command('list')
+    .description('the registered pull exporters: while one is, the webhook dispatcher leaves the outbox to it')
+    .action(async (_o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const list = await registeredExporters(rt.ctx.items);
+        output(rt.opts, { exporters: list }, () => list.map((e) => `${e.name}\tregistered ${e.registered_at}`));
+      }),
+    );
+  exporters
+    .command('remove <name>')
+    .description('unregister a pull exporter (it no longer gets every record; the webhook dispatcher consumes the outbox again)')
+    .action(async (name: string, _o, cmd: Command) =>
+      withRuntime(cmd, async (rt) => {
+        const removed = await removeExporter(rt.ctx.items, name);
+        output(rt.opts, { name, removed }, () => (removed ? `${name} removed` : `${name} was not registered`));
+      }),
+    );
+}
+
 /** alp telemetry claim | ack | drain: delivery by a storage worker or a loopback exporter */
 function addDeliveryCommands(telemetry: Command): void {
   telemetry
@@ -157,9 +184,11 @@ function addDeliveryCommands(telemetry: Command): void {
     .option('--max-bytes <n>', 'payload bytes per batch (default 1 MiB)')
     .option('--lease-ms <n>', 'lease duration in ms (default 30000)')
     .option('--max-batches <n>', 'stop after this many batches')
+    .option('--exporter <name>', 'the name it registers under (the webhook dispatcher then leaves the outbox to it)', 'drain')
     .action(async (o, cmd: Command) =>
       withRuntime(cmd, async (rt) => {
         const target = o.to === 'stdout' ? 'stdout' : loopbackUrl(o.to as string);
+        await registerExporter(rt.ctx.items, o.exporter as string, rt.ctx.clock.now());
         const epoch = o.epoch === undefined ? await readEpoch(rt.ctx.items) : requiredEpoch(o.epoch);
         const maxBatches = parseIntOption('--max-batches', o.maxBatches, { min: 1 });
         const send = async (batch: ClaimedRecord[]) => {
@@ -178,6 +207,8 @@ function addDeliveryCommands(telemetry: Command): void {
           owner: (o.owner as string | undefined) ?? `drain:${process.pid}`,
           clock: rt.ctx.clock,
           send,
+          // Every record's webhooks are delivered before it is acknowledged (the dispatcher yields to us).
+          settle: (batch) => settleForExporter(rt.ctx, batch, webhookSettings()),
           ...claimOptions(o),
           ...(maxBatches !== undefined ? { maxBatches } : {}),
         });

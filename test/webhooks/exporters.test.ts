@@ -1,0 +1,142 @@
+/**
+ * Webhooks beside another exporter of the telemetry outbox (docs/design.md "Webhooks", "Exporters
+ * sharing the outbox"): `alp telemetry drain` registers as a pull exporter; the webhook dispatcher then
+ * claims nothing, and drain delivers each record's webhooks before acknowledging it. Both a webhook
+ * endpoint (a loopback receiver verifying every delivery with the `standardwebhooks` library) and the
+ * drain's loopback target receive the same events; a drain that dies mid-batch (its target fails: no
+ * acknowledgement) leaves the records to their lease's expiry and both get them then; a failed webhook
+ * keeps the record (deferred by the back-off) and both get it again; removing the exporter hands the
+ * outbox back to the dispatcher. Real processes, time by ALP_NOW.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { alpJson, runAlp } from '../helpers/cli.ts';
+import { tempDir } from '../helpers/tmp.ts';
+
+type Json = Record<string, unknown>;
+
+/** A loopback receiver; `status(path, n)` answers the n-th request of a path. */
+async function receiver(status: (path: string, n: number) => number) {
+  const got: Array<{ path: string; headers: Record<string, string>; body: string; status: number }> = [];
+  const counts = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const p = req.url ?? '/';
+      const n = (counts.get(p) ?? 0) + 1;
+      counts.set(p, n);
+      const code = status(p, n);
+      got.push({ path: p, headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), status: code });
+      res.writeHead(code).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { base, got, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+it('webhooks and telemetry drain each get every event; a crash mid-batch and a failed webhook redeliver to both', {
+  timeout: 120_000,
+}, async () => {
+  const dir = tempDir('alp-exporters');
+  const data = path.join(dir, 'd');
+  const file = path.join(dir, 'x.sh');
+  fs.writeFileSync(file, 'echo x\n');
+  // Webhook endpoint: its 3rd request fails. Drain target: its 1st request fails (the drain dies).
+  const rx = await receiver((p, n) => (p === '/hook' ? (n === 3 ? 500 : 200) : n === 1 ? 500 : 204));
+  const d = ['--data', data];
+  // ALP_NOW at `ms` past the real time now: records are available from their commit (real time), and a
+  // lease or a back-off is passed by moving this later than it.
+  const at = (ms: number) => ({ env: { ALP_NOW: new Date(Date.now() + ms).toISOString(), ALP_WEBHOOK_BACKOFF_BASE_MS: '60000' } });
+  const hookEvents = (secret: string) =>
+    rx.got.filter((g) => g.path === '/hook' && g.status === 200).map((g) => new Webhook(secret).verify(g.body, g.headers) as Json);
+  const drained = () =>
+    rx.got
+      .filter((g) => g.path === '/drain' && g.status === 204)
+      .flatMap((g) => g.body.trim().split('\n'))
+      .map((l) => JSON.parse(l) as Json);
+  try {
+    await alpJson([...d, 'init']);
+    const hook = await alpJson([...d, 'webhooks', 'add', `${rx.base}/hook`, '--events', '*']);
+    const secret = hook.secret as string;
+    const created = await alpJson([...d, 'artifact', 'create', '--name', 'x', '--file', file]);
+    const id = created.artifact_id as string;
+    await alpJson([...d, 'artifact', 'propose', id]);
+    await alpJson([...d, 'telemetry', 'enqueue', '--id', 'host.1', '--payload', '{"k":1}']);
+
+    // The drain dies mid-batch (its target fails before anything is acknowledged): registered already,
+    // so the dispatcher leaves the leased records alone.
+    const died = await runAlp([...d, 'telemetry', 'drain', '--to', `${rx.base}/drain`, '--lease-ms', '5000'], at(100));
+    assert.equal(died.code, 1, died.stderr);
+    const yielded = await alpJson([...d, 'webhooks', 'deliver'], at(1000));
+    assert.deepEqual([yielded.claimed, yielded.yielded], [0, true], 'the dispatcher leaves the outbox to the registered exporter');
+    assert.equal(rx.got.filter((g) => g.path === '/hook').length, 0);
+    const listed = await alpJson([...d, 'telemetry', 'exporters', 'list']);
+    assert.deepEqual(
+      (listed.exporters as Json[]).map((e) => e.name),
+      ['drain'],
+    );
+
+    const second = await runAlp([...d, 'telemetry', 'drain', '--to', 'stdout', '--exporter', 'other']);
+    assert.equal(second.code, 4, 'one pull exporter at a time');
+    assert.match(second.stderr, /CONFLICT: the pull exporter "drain" is registered/);
+
+    // After the lease expires: both get every record (the custom one is the drain's alone: no webhook type).
+    const first = await alpJson([...d, 'telemetry', 'drain', '--to', `${rx.base}/drain`], at(6000));
+    assert.deepEqual([first.delivered, first.deferred], [3, 0]);
+    assert.deepEqual(
+      hookEvents(secret).map((e) => e.type),
+      ['version.created', 'version.proposed'],
+    );
+    assert.deepEqual(
+      drained()
+        .map((l) => l.kind)
+        .sort(),
+      ['audit', 'audit', 'custom'],
+    );
+    const hookIds = rx.got.filter((g) => g.path === '/hook').map((g) => g.headers['webhook-id']);
+    const drainIds = drained()
+      .filter((l) => l.kind === 'audit')
+      .map((l) => (l.payload as Json).event_id);
+    assert.deepEqual([...hookIds].sort(), [...drainIds].sort(), 'the same events, by id');
+
+    // A webhook that fails: drain has the records, the outbox keeps them (deferred by the back-off) until
+    // the endpoint has them too; both are sent them again, with the same ids.
+    await alpJson([...d, 'artifact', 'approve', id, '--evidence', 'CR-1']);
+    const failing = await alpJson([...d, 'telemetry', 'drain', '--to', `${rx.base}/drain`], at(100));
+    // (The approval is the proposer's own: recorded, not counted by the approval policy — one event.)
+    assert.deepEqual([failing.delivered, failing.deferred], [0, 1]);
+    assert.equal((await alpJson([...d, 'telemetry', 'stats'])).live_records, 1);
+    const failedIds = rx.got.filter((g) => g.path === '/hook' && g.status === 500).map((g) => g.headers['webhook-id']);
+    assert.equal(failedIds.length, 1);
+    const retried = await alpJson([...d, 'telemetry', 'drain', '--to', `${rx.base}/drain`], at(61_000));
+    assert.deepEqual([retried.delivered, retried.deferred], [1, 0]);
+    const okLater = rx.got.filter((g) => g.path === '/hook' && g.status === 200).slice(2);
+    assert.deepEqual(
+      okLater.map((g) => g.headers['webhook-id']),
+      failedIds,
+      'the webhook gets the same webhook-id again',
+    );
+    assert.deepEqual(
+      hookEvents(secret).map((e) => e.type),
+      ['version.created', 'version.proposed', 'approval.recorded'],
+    );
+    const sentTwice = drained().filter((l) => failedIds.includes((l.payload as Json | undefined)?.event_id as string));
+    assert.equal(sentTwice.length, 2, 'drain got the record twice (at least once, same id)');
+    assert.equal((await alpJson([...d, 'telemetry', 'stats'])).live_records, 0);
+
+    // Removing the exporter hands the outbox back to the dispatcher.
+    assert.equal((await alpJson([...d, 'telemetry', 'exporters', 'remove', 'drain'])).removed, true);
+    await alpJson([...d, 'telemetry', 'enqueue', '--id', 'host.2', '--payload', '{"k":2}']);
+    const back = await alpJson([...d, 'webhooks', 'deliver'], at(100));
+    assert.deepEqual([back.yielded, back.claimed, back.skipped], [false, 1, 1], 'the dispatcher consumes the outbox again');
+  } finally {
+    await rx.close();
+  }
+});
