@@ -270,7 +270,7 @@ export async function deliverPending(ctx: ServiceContext, opts: DispatchOptions)
     if ((await registeredExporters(ctx.items)).length > 0) {
       // A pull exporter registered before this claim: it consumes the outbox now (and settles the
       // webhooks of each record); hand the batch back untouched.
-      const back = batch.map((r) => ({ id: r.id, leaseToken: r.leaseToken, delayMs: 0 }));
+      const back = batch.map((r) => ({ id: r.id, leaseToken: r.leaseToken, delayMs: 1 }));
       await opts.queue.deferAll(epoch, owner, back, ctx.clock.now());
       pass.report.yielded = true;
       break;

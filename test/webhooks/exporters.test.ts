@@ -15,7 +15,15 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { initInstallation } from '../../src/system/installation.ts';
+import { drainQueue } from '../../src/telemetry/drain.ts';
+import { registerExporter, registeredExporters } from '../../src/telemetry/exporters.ts';
+import { TelemetryQueue } from '../../src/telemetry/queue.ts';
+import { DEFAULT_WEBHOOK_SETTINGS } from '../../src/webhooks/config.ts';
+import { deliverPending } from '../../src/webhooks/dispatcher.ts';
+import { addEndpoint } from '../../src/webhooks/endpoints.ts';
 import { alpJson, runAlp } from '../helpers/cli.ts';
+import { embeddedContext } from '../helpers/context.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 type Json = Record<string, unknown>;
@@ -138,5 +146,53 @@ it('webhooks and telemetry drain each get every event; a crash mid-batch and a f
     assert.deepEqual([back.yielded, back.claimed, back.skipped], [false, 1, 1], 'the dispatcher consumes the outbox again');
   } finally {
     await rx.close();
+  }
+});
+
+it('a pull exporter registered while the dispatcher holds a claim: the batch goes back untouched, the exporter gets it', async () => {
+  const ctx = await embeddedContext();
+  const rx = await receiver(() => 200);
+  try {
+    await initInstallation(ctx);
+    await addEndpoint(ctx, { url: `${rx.base}/hook`, events: ['*'] }, { id: 'alice', kind: 'human' });
+    ctx.clock.advance(1000);
+    const queue = new TelemetryQueue(ctx.items, undefined, { clock: ctx.clock });
+    assert.equal((await queue.enqueue('host.1', { k: 1 }, ctx.clock.now())).status, 'accepted');
+    // The registration lands between the dispatcher's claim and its next read of the registrations.
+    const racing = new Proxy(queue, {
+      get(target, prop, receiver) {
+        if (prop === 'claim')
+          return async (...args: Parameters<TelemetryQueue['claim']>) => {
+            const batch = await target.claim(...args);
+            if (batch.length > 0) await registerExporter(ctx.items, 'drain', ctx.clock.now());
+            return batch;
+          };
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const report = await deliverPending(ctx, { queue: racing, settings: { ...DEFAULT_WEBHOOK_SETTINGS } });
+    assert.deepEqual([report.claimed, report.acknowledged, report.yielded], [1, 0, true]);
+    assert.deepEqual(
+      (await registeredExporters(ctx.items)).map((e) => e.name),
+      ['drain'],
+    );
+    const again = await deliverPending(ctx, { queue, settings: { ...DEFAULT_WEBHOOK_SETTINGS } });
+    assert.deepEqual([again.claimed, again.yielded], [0, true], 'registered: the dispatcher claims nothing');
+    ctx.clock.advance(1);
+    const got: string[] = [];
+    const drained = await drainQueue(queue, {
+      epoch: 1,
+      owner: 'drain',
+      clock: ctx.clock,
+      send: async (batch) => {
+        got.push(...batch.map((r) => `${r.id}#${r.attempts}`));
+      },
+    });
+    assert.equal(drained.delivered, 1);
+    assert.deepEqual(got, ['host.1#2'], 'available at once, its second lease');
+  } finally {
+    await rx.close();
+    await ctx.items.close();
   }
 });

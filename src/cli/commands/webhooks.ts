@@ -117,6 +117,9 @@ export function registerWebhookCommands(program: Command): void {
         output(rt.opts, report, () => [
           `claimed ${report.claimed}, delivered ${report.delivered}, failed ${report.failed}, acknowledged ${report.acknowledged}, deferred ${report.deferred}, skipped ${report.skipped}`,
           ...report.disabled.map((id) => `disabled ${id} after repeated failure`),
+          ...(report.yielded
+            ? ['a pull exporter is registered (alp telemetry exporters list): it delivers the webhooks; nothing claimed here']
+            : []),
         ]);
       }),
     );
