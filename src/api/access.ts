@@ -33,6 +33,10 @@ export const ROUTES = {
   openapi: route('GET', '/openapi.json', 'public'),
   docs: route('GET', '/docs', 'public'),
   keys: route('GET', '/v1/keys', 'public'),
+  logCheckpoint: route('GET', '/v1/log/checkpoint', 'read'),
+  logInclusion: route('GET', '/v1/log/proof/inclusion', 'read'),
+  logConsistency: route('GET', '/v1/log/proof/consistency', 'read'),
+  logEntry: route('GET', '/v1/log/entry', 'read'),
 
   whoami: route('GET', '/v1/whoami', 'read'),
   listArtifacts: route('GET', '/v1/artifacts', 'read'),

@@ -8,6 +8,7 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import type { RouteId } from './access.ts';
+import { LOG_CONTRACT } from './routes/log.ts';
 import { POLICY_CONTRACT } from './routes/policy.ts';
 import { OperationsStatus, StateCounts } from './routes/status.ts';
 import {
@@ -139,6 +140,7 @@ export const CONTRACT = {
   statusStates: { schema: { response: { 200: StateCounts } } },
   statusOperations: { schema: { response: { 200: OperationsStatus } } },
   ...POLICY_CONTRACT,
+  ...LOG_CONTRACT,
 } as const satisfies Record<RouteId, ContractEntry>;
 
 export type Contract = typeof CONTRACT;

@@ -11,6 +11,7 @@ import { aliasAndSearchRoutes } from './routes/aliases.ts';
 import { artifactRoutes } from './routes/artifacts.ts';
 import { attestationRoutes } from './routes/attestations.ts';
 import { lifecycleRoutes } from './routes/lifecycle.ts';
+import { logRoutes } from './routes/log.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { policyRoutes } from './routes/policy.ts';
 import { queryRoutes } from './routes/queries.ts';
@@ -61,6 +62,7 @@ export async function registerRoutes(app: FastifyInstance, api: Api, rawRoutes: 
     ...queryRoutes(api),
     ...statusRoutes(api),
     ...policyRoutes(api),
+    ...logRoutes(api),
   ];
   for (const def of defs) if (!def.upload) addRoute(app, def, rawRoutes);
   // Uploads: no parser reads the body; handlers stream request.raw to the content store.

@@ -8,6 +8,8 @@
 import { readHead } from '../audit/chain.ts';
 import { entryView, history } from '../audit/history.ts';
 import { installationKeys } from '../audit/installation-keys.ts';
+import { checkpointNow } from '../audit/tlog/checkpoint-now.ts';
+import { inclusionAt, locateEntry, logCheckpoint } from '../audit/tlog/proofs.ts';
 import type * as T from '../client/types.ts';
 import { NotFound } from '../core/errors.ts';
 import { listAliases, removeAlias, setAlias } from '../lifecycle/aliases.ts';
@@ -139,6 +141,15 @@ export function localBackend(rt: Runtime): Backend {
     signedProvenance: async (id) => view(await signedProvenance(ctx, id)),
     attestations: async (id, n) => view({ artifact_id: id, version: n, attestations: await decisionAttestations(ctx, id, n) }),
     keys: async () => view(await installationKeys(ctx)),
+    async logEntry(id, seq) {
+      const at = await locateEntry(ctx, id, seq);
+      if (!at.pending) return view(at);
+      // No server sequences for a local command: take the lease for a round, as alp audit checkpoint does.
+      await checkpointNow(ctx).catch(() => undefined);
+      return view(await locateEntry(ctx, id, seq));
+    },
+    logInclusion: async (leaf, size) => view(await inclusionAt(ctx, leaf, size)),
+    logCheckpoint: async () => (await logCheckpoint(ctx)).checkpoint,
     query: async (kind, key, page) => view(await queryIndex(ctx, kind, key, page)),
     listAliases: async (id) => view({ artifact_id: id, aliases: await listAliases(ctx, id) }),
     setAlias: async (id, name, version, reason) => view(await setAlias(ctx, actor, id, name, version, reason)),

@@ -140,6 +140,9 @@ export function remoteBackend(target: RemoteTarget): Backend {
     signedProvenance: (id) => alp.getProvenanceEnvelope(id),
     attestations: (id, n) => alp.listAttestations(id, n),
     keys: () => alp.keys(),
+    logEntry: (id, seq) => alp.logEntry(id, seq),
+    logInclusion: (leaf, size) => alp.logInclusion(leaf, size),
+    logCheckpoint: () => alp.logCheckpoint(),
     query(kind, key, p) {
       switch (kind) {
         case 'transitions':

@@ -101,6 +101,12 @@ export interface Backend extends TargetLookup {
   attestations(id: string, version: number): Promise<T.AttestationList>;
   /** The installation's public signing key. */
   keys(): Promise<T.KeyList>;
+  /** Where entry `seq` of an artifact's audit chain is in the transparency log (its leaf, or pending). */
+  logEntry(id: string, seq: number): Promise<T.LogEntry>;
+  /** The inclusion proof of a leaf in the tree of `size` leaves (default: the committed size). */
+  logInclusion(leaf: number, size?: number): Promise<T.LogInclusion>;
+  /** The transparency log's signed checkpoint note. */
+  logCheckpoint(): Promise<string>;
   query(kind: IndexQuery, key: string, page: PageInput): Promise<T.QueryPage>;
 
   listAliases(id: string): Promise<T.AliasList>;

@@ -101,6 +101,26 @@ export class AlpClient {
     return this.http.json({ route: 'keys' });
   }
 
+  /** The transparency log's signed checkpoint (a C2SP signed note): verify it with `keys()`' verifier key, pinned. */
+  async logCheckpoint(): Promise<string> {
+    return (await this.http.send({ route: 'logCheckpoint' })).res.text();
+  }
+
+  /** The RFC 9162 inclusion proof of leaf `leaf` in the tree of `size` leaves (default: the committed size). */
+  logInclusion(leaf: number, size?: number): Promise<T.LogInclusion> {
+    return this.http.json({ route: 'logInclusion', query: size === undefined ? { leaf } : { leaf, size } });
+  }
+
+  /** The RFC 9162 consistency proof from the tree of `from` leaves to the tree of `to` (default: the committed size). */
+  logConsistency(from: number, to?: number): Promise<T.LogConsistency> {
+    return this.http.json({ route: 'logConsistency', query: to === undefined ? { from } : { from, to } });
+  }
+
+  /** Where entry `seq` of an artifact's audit chain is in the transparency log (its leaf, or pending). */
+  logEntry(artifactId: string, seq: number): Promise<T.LogEntry> {
+    return this.http.json({ route: 'logEntry', query: { artifact: artifactId, seq } });
+  }
+
   /** The installation approval policy; with a version, also what it means for that version and the caller (`review`). */
   policy(version?: { artifactId: string; version: T.VersionRef }): Promise<T.PolicyState> {
     const query = version ? { artifact_id: version.artifactId, version: version.version } : {};

@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Access, allows, ROUTES, type RouteId } from '../../src/api/access.ts';
+import { checkpointNow } from '../../src/audit/tlog/checkpoint-now.ts';
+import { locateEntry } from '../../src/audit/tlog/proofs.ts';
 import { setAlias } from '../../src/lifecycle/aliases.ts';
 import { decide } from '../../src/lifecycle/approvals.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
@@ -57,6 +59,12 @@ describe('HTTP API: authorization matrix (every route × every principal kind)',
     const id = await artifact('APPROVED');
     await setAlias(h.ctx, alice, id, 'prod', 1);
     return id;
+  };
+  /** A new artifact whose creation the transparency log has sequenced (one round, as alp audit checkpoint runs). */
+  const sequenced = async () => {
+    const id = await artifact();
+    await checkpointNow(h.ctx);
+    return locateEntry(h.ctx, id, 1) as Promise<{ artifact_id: string; leaf_index: number }>;
   };
   const withOutput = async () => {
     const run = await running();
@@ -120,6 +128,13 @@ describe('HTTP API: authorization matrix (every route × every principal kind)',
     statusOperations: async () => ({ path: '/v1/status/operations' }),
     getPolicy: async () => ({ path: `/v1/policy?artifact_id=${await artifact('PROPOSED')}&version=1` }),
     setPolicy: async () => ({ path: '/v1/policy', opts: { json: { policy: { self_approval: 'not-counted' }, reason: 'authz' } } }),
+    logCheckpoint: async () => {
+      await sequenced();
+      return { path: '/v1/log/checkpoint' };
+    },
+    logInclusion: async () => ({ path: `/v1/log/proof/inclusion?leaf=${(await sequenced()).leaf_index}` }),
+    logConsistency: async () => ({ path: `/v1/log/proof/consistency?from=${(await sequenced()).leaf_index + 1}` }),
+    logEntry: async () => ({ path: `/v1/log/entry?artifact=${(await sequenced()).artifact_id}&seq=1` }),
   };
 
   it('has a fixture for every route of the table', () => {

@@ -11,6 +11,10 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { ROUTES, type RouteId } from '../../src/api/access.ts';
+import { openCheckpoint } from '../../src/audit/tlog/checkpoint.ts';
+import { checkpointNow } from '../../src/audit/tlog/checkpoint-now.ts';
+import { verifyConsistency, verifyInclusion } from '../../src/audit/tlog/merkle.ts';
+import { parseVerifierKey } from '../../src/audit/tlog/note.ts';
 import { AlpClient, AlpError, AlpHttpError } from '../../src/client/index.ts';
 import { collect, createNodeClient, fileBody, saveToFile, streamBody, toNodeReadable } from '../../src/client/node.ts';
 import { sha256 } from '../../src/core/digest.ts';
@@ -129,6 +133,25 @@ describe('alp/client against a real server', () => {
       attested.attestations.map((a) => [a.decision, a.actor.id, a.envelope.signatures[0]?.keyid]),
       [['APPROVE', 'alice', key?.fingerprint]],
     );
+
+    // The transparency log (issue 20 item 1): a round sequences what is pending; its checkpoint verifies under the pinned key.
+    await checkpointNow(h.ctx);
+    const located = await service.logEntry(id, 1);
+    assert.equal(located.pending, false);
+    const leaf = located.leaf_index as number;
+    const note = await service.logCheckpoint();
+    const vkey = key?.verifier_key ?? '';
+    const cp = openCheckpoint(note, parseVerifierKey(vkey), vkey.split('+')[0] as string);
+    const inclusion = await service.logInclusion(leaf);
+    assert.equal(inclusion.tree_size, cp.size);
+    assert.equal(inclusion.entry.hash, located.hash);
+    const b = (x: string) => Buffer.from(x, 'base64');
+    assert.ok(
+      verifyInclusion(leaf, cp.size, b(inclusion.leaf_hash), inclusion.proof.map(b), cp.root),
+      'the inclusion proof verifies against the signed root',
+    );
+    const consistency = await service.logConsistency(1);
+    assert.ok(verifyConsistency(1, cp.size, b(consistency.from_root), cp.root, consistency.proof.map(b)));
 
     // aliases (issue 20 item 6): humans move them; @prod is taken wherever a version is
     const aliased = await human.setAlias(id, 'prod', 2, 'release');

@@ -14,6 +14,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ROUTES, type RouteId } from '../../src/api/access.ts';
 import { CONTRACT, type ContractEntry } from '../../src/api/contract.ts';
 import { SHARED_SCHEMAS } from '../../src/api/schemas.ts';
+import { checkpointNow } from '../../src/audit/tlog/checkpoint-now.ts';
 import { sha256, toStructuredDigest } from '../../src/core/digest.ts';
 import { executionView, readExecution } from '../../src/lifecycle/executions.ts';
 import { readVersion, versionView } from '../../src/lifecycle/versions.ts';
@@ -153,6 +154,11 @@ describe('the response schemas, checked by ajv against real answers', () => {
       assert.ok(page.json.items.length > 0, `${route} found something`);
     }
     await check('whoami', 200, '/v1/whoami', agent);
+    // The transparency log (issue 20 item 1), once a round sequenced what the walk-through wrote.
+    await checkpointNow(h.ctx);
+    const located = await check('logEntry', 200, `/v1/log/entry?artifact=${id}&seq=1`, agent);
+    await check('logInclusion', 200, `/v1/log/proof/inclusion?leaf=${located.json.leaf_index as number}`, agent);
+    await check('logConsistency', 200, '/v1/log/proof/consistency?from=1', agent);
     await check('statusStates', 200, '/v1/status/states', agent);
     await check('statusOperations', 200, '/v1/status/operations', agent);
     await check('health', 200, '/healthz');

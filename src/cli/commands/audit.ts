@@ -1,10 +1,12 @@
 import { type Command, Option } from 'commander';
 import { parseCheckpoint, takeCheckpoint } from '../../audit/counter.ts';
+import { parseCheckpointBody } from '../../audit/tlog/checkpoint.ts';
 import { checkpointNow } from '../../audit/tlog/checkpoint-now.ts';
-import { type NoteVerifier, parseVerifierKey, verifierOf } from '../../audit/tlog/note.ts';
+import { verifyInclusion } from '../../audit/tlog/merkle.ts';
+import { type NoteVerifier, parseVerifierKey, splitNote, verifierOf } from '../../audit/tlog/note.ts';
 import { isSignedCheckpoint, verifyLogCheckpoint } from '../../audit/tlog/verify.ts';
 import { verifyAllAudit } from '../../audit/verify-all.ts';
-import { ExitCode, IntegrityError, UsageError } from '../../core/errors.ts';
+import { Conflict, ExitCode, IntegrityError, UsageError } from '../../core/errors.ts';
 import type { IndexQuery } from '../../lifecycle/queries.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { installationSigner } from '../../system/installation-key.ts';
@@ -74,6 +76,7 @@ function registerHistoryCommands(program: Command): void {
 /** alp audit verify | checkpoint */
 function registerAuditChainCommands(program: Command): void {
   const audit = program.command('audit').description('the tamper-evident audit chain');
+  registerAuditProve(audit);
   audit
     .command('verify [id]')
     .description(
@@ -153,6 +156,49 @@ function registerAuditChainCommands(program: Command): void {
               ? `wrote ${o.out} (${Object.keys(cp.artifacts).length} chains)`
               : `wrote ${o.out} (transparency log of ${String(note?.size)} leaves)`,
         );
+      }),
+    );
+}
+
+/** alp audit prove ARTIFACT SEQ: where an audit entry is in the transparency log, with its inclusion proof and the checkpoint it is proved against. */
+function registerAuditProve(audit: Command): void {
+  audit
+    .command('prove <artifact> <seq>')
+    .description(
+      "the transparency log's leaf of an audit entry (ARTIFACT id or name, SEQ its seq in the chain): leaf index, tree size, the RFC 9162 inclusion proof and the signed checkpoint whose root it reaches (works with --server)",
+    )
+    .action(async (ref: string, seqText: string, _o, cmd: Command) =>
+      withBackend(cmd, async (b, opts) => {
+        const id = await resolveArtifactRef(b, ref);
+        const seq = parseIntOption('SEQ', seqText, { min: 1 }) as number;
+        let at = await b.logEntry(id, seq);
+        // Sequenced within a round (ALP_TLOG_INTERVAL_MS) by the server, or at once by a local command.
+        for (let i = 0; at.pending && i < 50; i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          at = await b.logEntry(id, seq);
+        }
+        if (at.leaf_index === null)
+          throw new Conflict(`entry ${seq} of ${id} is still waiting for the transparency log's sequencer; retry`);
+        const checkpoint = await b.logCheckpoint();
+        const cp = parseCheckpointBody(splitNote(checkpoint).text);
+        const proof = await b.logInclusion(at.leaf_index, cp.size);
+        const b64 = (x: string) => Buffer.from(x, 'base64');
+        if (
+          proof.root !== Buffer.from(cp.root).toString('base64') ||
+          !verifyInclusion(at.leaf_index, cp.size, b64(proof.leaf_hash), proof.proof.map(b64), cp.root)
+        )
+          throw new IntegrityError(`the inclusion proof of leaf ${at.leaf_index} does not reach the checkpoint's root`, {
+            leaf_index: at.leaf_index,
+          });
+        const result = { ...proof, checkpoint };
+        output(opts, result, () => [
+          `entry ${seq} of ${id} (${proof.entry.hash}) is leaf ${proof.leaf_index} of ${proof.tree_size}`,
+          `root ${proof.root}`,
+          'inclusion proof (RFC 9162):',
+          ...proof.proof.map((h) => `  ${h}`),
+          'checkpoint:',
+          checkpoint.trimEnd(),
+        ]);
       }),
     );
 }
