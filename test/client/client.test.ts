@@ -153,6 +153,11 @@ describe('alp/client against a real server', () => {
     const consistency = await service.logConsistency(1);
     assert.ok(verifyConsistency(1, cp.size, b(consistency.from_root), cp.root, consistency.proof.map(b)));
 
+    // The approval policy (issue 20 item 4): humans replace it; with a version, what it means for the caller.
+    const policy = await human.setPolicy({ min_quorum: 1, self_approval: 'not-counted' }, { reason: 'walk-through' });
+    assert.equal(policy.policy.self_approval, 'not-counted');
+    assert.equal((await service.policy({ artifactId: id, version: 2 })).review?.quorum, 1);
+
     // aliases (issue 20 item 6): humans move them; @prod is taken wherever a version is
     const aliased = await human.setAlias(id, 'prod', 2, 'release');
     assert.deepEqual([aliased.changed, aliased.alias?.version, aliased.alias?.state], [true, 2, 'EXECUTED']);

@@ -154,6 +154,11 @@ describe('the response schemas, checked by ajv against real answers', () => {
       assert.ok(page.json.items.length > 0, `${route} found something`);
     }
     await check('whoami', 200, '/v1/whoami', agent);
+    // The approval policy (issue 20 item 4): humans replace it; with a version, what it means for the caller.
+    const set = await check('setPolicy', 200, '/v1/policy', { ...human, json: { policy: { min_quorum: 1 }, reason: 'walk-through' } });
+    assert.equal(set.json.policy.min_quorum, 1);
+    const reviewed = await check('getPolicy', 200, `/v1/policy?artifact_id=${id}&version=2`, human);
+    assert.equal(reviewed.json.review.quorum, 1);
     // The transparency log (issue 20 item 1), once a round sequenced what the walk-through wrote.
     await checkpointNow(h.ctx);
     const located = await check('logEntry', 200, `/v1/log/entry?artifact=${id}&seq=1`, agent);
