@@ -85,11 +85,6 @@ it('webhooks and telemetry drain each get every event; a crash mid-batch and a f
     const yielded = await alpJson([...d, 'webhooks', 'deliver'], at(1000));
     assert.deepEqual([yielded.claimed, yielded.yielded], [0, true], 'the dispatcher leaves the outbox to the registered exporter');
     assert.equal(rx.got.filter((g) => g.path === '/hook').length, 0);
-    const listed = await alpJson([...d, 'telemetry', 'exporters', 'list']);
-    assert.deepEqual(
-      (listed.exporters as Json[]).map((e) => e.name),
-      ['drain'],
-    );
 
     const second = await runAlp([...d, 'telemetry', 'drain', '--to', 'stdout', '--exporter', 'other']);
     assert.equal(second.code, 4, 'one pull exporter at a time');
@@ -120,7 +115,6 @@ it('webhooks and telemetry drain each get every event; a crash mid-batch and a f
     const failing = await alpJson([...d, 'telemetry', 'drain', '--to', `${rx.base}/drain`], at(100));
     // (The approval is the proposer's own: recorded, not counted by the approval policy — one event.)
     assert.deepEqual([failing.delivered, failing.deferred], [0, 1]);
-    assert.equal((await alpJson([...d, 'telemetry', 'stats'])).live_records, 1);
     const failedIds = rx.got.filter((g) => g.path === '/hook' && g.status === 500).map((g) => g.headers['webhook-id']);
     assert.equal(failedIds.length, 1);
     const retried = await alpJson([...d, 'telemetry', 'drain', '--to', `${rx.base}/drain`], at(61_000));
@@ -137,7 +131,6 @@ it('webhooks and telemetry drain each get every event; a crash mid-batch and a f
     );
     const sentTwice = drained().filter((l) => failedIds.includes((l.payload as Json | undefined)?.event_id as string));
     assert.equal(sentTwice.length, 2, 'drain got the record twice (at least once, same id)');
-    assert.equal((await alpJson([...d, 'telemetry', 'stats'])).live_records, 0);
 
     // Removing the exporter hands the outbox back to the dispatcher.
     assert.equal((await alpJson([...d, 'telemetry', 'exporters', 'remove', 'drain'])).removed, true);
