@@ -2,6 +2,7 @@
  * One sequencer round of the transparency log (issue 20 item 1; docs/design.md §10 "Sequencing"),
  * under the lease (lease.ts):
  *
+ *   0.   once per installation, markers for entries written before markers existed (backfill.ts);
  *   i.   read STATE; finish marking the last committed batch's markers (an interrupted step vi);
  *   ii.  reuse the manifest at `size` if a crashed round left one, else list pending markers (GSI1
  *        `TLOGQ#{s}` of every shard, then a consistent batch-get: only markers without leaf_index),
@@ -23,6 +24,7 @@ import { forEachLimited } from '../../core/limit.ts';
 import { cond, type Item, type ItemKey } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { installationSigner } from '../../system/installation-key.ts';
+import { ensureBackfilled } from './backfill.ts';
 import { signCheckpoint } from './checkpoint.ts';
 import { type Lease, leaseCheck, STATE_KEY } from './lease.ts';
 import { isMarker, type Marker, markerKey, pendingGsiPk } from './markers.ts';
@@ -51,6 +53,7 @@ export interface RoundResult {
 /** Runs one round; the lease must be held. */
 export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOptions = {}): Promise<RoundResult> {
   const step = opts.afterStep ?? (() => undefined);
+  await ensureBackfilled(ctx);
   const state = await readLogState(ctx);
   if (state.batchStart !== undefined) await markBatch(ctx, await readManifest(ctx, state.batchStart));
   await step('marked-previous');

@@ -17,6 +17,7 @@ import { contentTileReader, readLeafEntries } from '../../../src/audit/tlog/obje
 import { type RoundStep, runRound } from '../../../src/audit/tlog/sequencer.ts';
 import { readLogState } from '../../../src/audit/tlog/state.ts';
 import { TiledTree } from '../../../src/audit/tlog/tiles.ts';
+import { verifyArtifactAudit } from '../../../src/audit/verify.ts';
 import type { ManualClock } from '../../../src/core/clock.ts';
 import type { Digest } from '../../../src/core/digest.ts';
 import { transitionSk } from '../../../src/core/keys.ts';
@@ -142,6 +143,27 @@ export function sequencerSuite(h: SequencerHarness): void {
       const r = await runRound(ctx, taken);
       assert.equal(r.size, 1);
       await assertLogHolds(ctx, await chainEntries(ctx, [a]));
+    } finally {
+      await close();
+    }
+  });
+
+  it(`${h.name}: entries written before markers existed are backfilled by the first round, once; audit verify then finds every entry covered`, async () => {
+    const { ctx, close } = await h.open();
+    try {
+      ctx.tlogMarkers = false; // an installation from before issue 20 item 1
+      const a = await newArtifact(ctx, 'old');
+      await append(ctx, a, 3);
+      const b = await newArtifact(ctx, 'older');
+      ctx.tlogMarkers = true;
+      await append(ctx, a, 2); // a marker from seq 5 on
+      const r = await round(ctx);
+      assert.equal(r.size, 7);
+      await assertLogHolds(ctx, await chainEntries(ctx, [a, b]));
+      for (const id of [a, b]) assert.deepEqual((await verifyArtifactAudit(ctx, id)).findings, [], id);
+      await append(ctx, b, 1);
+      assert.equal((await round(ctx)).size, 8, 'the backfill ran once');
+      await assertLogHolds(ctx, await chainEntries(ctx, [a, b]));
     } finally {
       await close();
     }
