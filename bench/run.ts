@@ -1,6 +1,6 @@
 /**
  * `npm run bench [section...]`: prints figures with ratios against references measured in the same run.
- * Sections: storage, lifecycle, http, telemetry, recovery, distributed, read-fence, retention, retention-rss, retention-fence, scale, archive, states. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
+ * Sections: storage, lifecycle (with tlog), tlog, http, telemetry, recovery, distributed, read-fence, retention, retention-rss, retention-fence, scale, archive, states. ALP_BENCH_QUICK=1 shrinks every size (a smoke run, not figures).
  */
 import { benchArchive } from './archive.ts';
 import { benchCli } from './cli.ts';
@@ -16,13 +16,18 @@ import { benchScale } from './scale.ts';
 import { benchStates } from './states.ts';
 import { benchStorage } from './storage.ts';
 import { benchTelemetry } from './telemetry.ts';
+import { benchLogCost } from './tlog.ts';
 import { printGoals } from './util.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const quick = process.env.ALP_BENCH_QUICK === '1';
 const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
-  lifecycle: () => benchLifecycle(quick ? { count: 400 } : {}),
+  lifecycle: async () => {
+    await benchLifecycle(quick ? { count: 400 } : {});
+    await benchLogCost(quick ? { count: 400 } : {});
+  },
+  tlog: () => benchLogCost(quick ? { count: 400 } : {}),
   http: () => benchHttp({ quick }),
   cli: () => benchCli(quick ? { bytes: 64 << 20, rounds: 1 } : {}),
   recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024, rounds: 1 } : {}),

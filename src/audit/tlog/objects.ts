@@ -41,6 +41,17 @@ export async function writeObject(content: ContentStore, key: string, bytes: Uin
   await content.put(key, [bytes]);
 }
 
+/** Several objects made durable together (their fsyncs overlap on the fs engine): staged, then published at once. */
+export async function writeObjects(content: ContentStore, objects: ReadonlyArray<{ key: string; bytes: Uint8Array }>): Promise<void> {
+  const staged = await Promise.all(objects.map((o) => content.stage(o.key, [o.bytes])));
+  try {
+    await content.publish(staged);
+  } catch (e) {
+    await content.discard(staged).catch(() => undefined);
+    throw e;
+  }
+}
+
 /**
  * An object of `width` or, when absent, the narrowest wider one (a wider tile or bundle serves a
  * narrower read: the log only appends): the full one, else a wider partial one listed under `.p/`.

@@ -21,7 +21,7 @@
 import type { Digest } from '../../core/digest.ts';
 import { ConditionFailed, Conflict } from '../../core/errors.ts';
 import { forEachLimited } from '../../core/limit.ts';
-import { cond, type Item, type ItemKey } from '../../store/item-store.ts';
+import { cond, type Item, type ItemKey, type TransactOp } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { installationSigner } from '../../system/installation-key.ts';
 import { ensureBackfilled } from './backfill.ts';
@@ -29,7 +29,7 @@ import { signCheckpoint } from './checkpoint.ts';
 import { type Lease, leaseCheck, STATE_KEY } from './lease.ts';
 import { isMarker, type Marker, markerKey, pendingGsiPk } from './markers.ts';
 import { auditLeafHash } from './merkle.ts';
-import { bundlesAfter, contentTileReader, manifestKey, readObject, tileKey, writeObject } from './objects.ts';
+import { bundlesAfter, contentTileReader, manifestKey, readObject, tileKey, writeObject, writeObjects } from './objects.ts';
 import { type BatchManifest, type LogState, manifestLeaves, parseManifest, readLogState } from './state.ts';
 import { appendLeaves, TiledTree } from './tiles.ts';
 
@@ -68,10 +68,7 @@ export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOpt
     reader,
   );
   const bundles = await bundlesAfter(ctx.content, state.size, leaves);
-  await Promise.all([
-    ...tiles.map((t) => writeObject(ctx.content, tileKey(t), t.data)),
-    ...bundles.map((b) => writeObject(ctx.content, b.key, b.bytes)),
-  ]);
+  await writeObjects(ctx.content, [...tiles.map((t) => ({ key: tileKey(t), bytes: t.data })), ...bundles]);
   await step('objects');
   const root = await new TiledTree(size, reader).root();
   const checkpoint = await signedNote(ctx, size, root);
@@ -207,17 +204,40 @@ async function ensureSigned(ctx: ServiceContext, lease: Lease, state: LogState):
   return { size: state.size, appended: 0, checkpoint };
 }
 
-/** Sets each marker's leaf_index (idempotent: a marker marked already is left as it is). */
+/**
+ * Sets each marker's leaf_index: only those still unmarked (read first: a round re-checks the last
+ * batch every time), in transactions of up to 100 (one commit each); a transaction whose condition
+ * fails (another holder marked one meanwhile) falls back to one update per marker. Idempotent.
+ */
 async function markBatch(ctx: ServiceContext, batch: BatchManifest): Promise<void> {
-  await forEachLimited(batch.markers, 16, async (m) => {
+  const keys = batch.markers.map((m) => markerKey(m.artifact_id, m.first_seq));
+  const unmarked = new Set<string>();
+  for (let i = 0; i < keys.length; i += 100)
+    for (const item of await ctx.items.batchGet(keys.slice(i, i + 100)))
+      if (isMarker(item) && item.leaf_index === undefined) unmarked.add(`${item.PK} ${item.SK}`);
+  const todo = batch.markers.filter((m) => {
+    const k = markerKey(m.artifact_id, m.first_seq);
+    return unmarked.has(`${k.PK} ${k.SK}`);
+  });
+  const markCondition = cond.and(cond.exists(), cond.attrNotExists('leaf_index'));
+  const markUpdate = (m: BatchManifest['markers'][number]) => ({ set: { leaf_index: m.leaf_start }, remove: ['GSI1PK', 'GSI1SK'] });
+  const op = (m: BatchManifest['markers'][number]): TransactOp => ({
+    op: 'update',
+    key: markerKey(m.artifact_id, m.first_seq),
+    update: markUpdate(m),
+    condition: markCondition,
+  });
+  for (let i = 0; i < todo.length; i += 100) {
+    const part = todo.slice(i, i + 100);
     try {
-      await ctx.items.update(
-        markerKey(m.artifact_id, m.first_seq),
-        { set: { leaf_index: m.leaf_start }, remove: ['GSI1PK', 'GSI1SK'] },
-        { condition: cond.and(cond.exists(), cond.attrNotExists('leaf_index')) },
-      );
+      await ctx.items.transactWrite(part.map(op));
     } catch (e) {
       if (!(e instanceof ConditionFailed)) throw e;
+      await forEachLimited(part, 16, async (m) => {
+        await ctx.items.update(markerKey(m.artifact_id, m.first_seq), markUpdate(m), { condition: markCondition }).catch((err: unknown) => {
+          if (!(err instanceof ConditionFailed)) throw err;
+        });
+      });
     }
-  });
+  }
 }

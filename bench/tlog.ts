@@ -1,0 +1,153 @@
+/**
+ * Issue 20 item 1 figures (`npm run bench lifecycle`, or `npm run bench tlog` alone): what the
+ * transparency log costs a transition on the embedded profile, and how soon a committed entry is in
+ * the log. Transitions/s for 1 and 16 callers with the log (a pending marker in every audit
+ * transaction, and the sequencer loop of `alp serve` running in the same process: a round shortly
+ * after commits and every second, each round signing a checkpoint) against the same run without it
+ * (ctx.tlogMarkers = false, as ALP_TLOG_MARKERS=off sets, and no loop); rounds interleaved, medians.
+ * Commit-to-inclusion latency: from a transition's commit returning to the round that committed its
+ * leaf (p50/p99). Goal: the log costs < 10 % of the transitions/s.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { startLogLoop } from '../src/audit/tlog/loop.ts';
+import { readLogState } from '../src/audit/tlog/state.ts';
+import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { createArtifact } from '../src/lifecycle/artifacts.ts';
+import { propose, transition } from '../src/lifecycle/transitions.ts';
+import { createContext } from '../src/runtime/context.ts';
+import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
+import { initInstallation } from '../src/system/installation.ts';
+import { fileKeySource } from '../src/system/installation-key.ts';
+import { benchDir, fmt, goal, header, row } from './util.ts';
+
+const agent = { id: 'bench', kind: 'agent' as const };
+const CALLERS = [1, 16];
+const ROUNDS = 5;
+type Ctx = ReturnType<typeof createContext>;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
+
+/** `per` PROPOSED ⇄ DRAFT transitions on each artifact, the artifacts concurrently; `after` is told each commit. */
+async function transitions(ctx: Ctx, ids: string[], per: number, parity: Map<string, number>, after?: () => void): Promise<void> {
+  await Promise.all(
+    ids.map(async (id) => {
+      for (let i = 0; i < per; i++) {
+        const k = parity.get(id) ?? 0;
+        parity.set(id, k + 1);
+        if (k % 2 === 0) await propose(ctx, agent, id, 1);
+        else await transition(ctx, agent, id, 1, 'DRAFT');
+        after?.();
+      }
+    }),
+  );
+}
+
+async function rate(n: number, fn: () => Promise<void>): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return n / ((performance.now() - start) / 1000);
+}
+
+export async function benchLogCost(opts: { count?: number } = {}): Promise<Record<string, number>> {
+  const perRound = Math.max(16, Math.floor((opts.count ?? 2000) / ROUNDS / 16) * 16);
+  const dir = benchDir('tlog');
+  try {
+    const items = new SqliteItemStore(path.join(dir, 'alp.db'));
+    const content = await FsContentStore.open(path.join(dir, 'content'));
+    const ctx = createContext({
+      items,
+      content,
+      clock: systemClock,
+      signingKey: fileKeySource(path.join(dir, 'keys', 'k.pem'), { create: true }),
+    });
+    await initInstallation(ctx);
+    header(
+      `transparency log: transitions with and without the log (${ROUNDS} interleaved rounds of ${fmt(perRound)}), SQLite synchronous=FULL`,
+    );
+    const ids = new Map<number, string[]>();
+    for (const n of CALLERS) {
+      const list: string[] = [];
+      for (let i = 0; i < n; i++)
+        list.push((await createArtifact(ctx, agent, { name: `t${n}-${i}`, filename: 'f', body: [Buffer.from('x')] })).version.artifact_id);
+      ids.set(n, list);
+    }
+    const parity = new Map<string, number>();
+    const figures = new Map(CALLERS.map((n) => [n, { off: [] as number[], on: [] as number[] }]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const n of CALLERS) {
+        ctx.tlogMarkers = false;
+        figures.get(n)?.off.push(await rate(perRound, () => transitions(ctx, ids.get(n) ?? [], perRound / n, parity)));
+        ctx.tlogMarkers = true;
+        const loop = startLogLoop(ctx, { intervalMs: 1000 });
+        ctx.commitObservers = [() => loop.poke()];
+        figures.get(n)?.on.push(await rate(perRound, () => transitions(ctx, ids.get(n) ?? [], perRound / n, parity)));
+        await loop.stop();
+        ctx.commitObservers = [];
+      }
+    }
+    const out: Record<string, number> = {};
+    for (const n of CALLERS) {
+      const f = figures.get(n) ?? { off: [], on: [] };
+      const off = median(f.off);
+      const on = median(f.on);
+      const cost = 100 * (1 - on / off);
+      row(`transitions/s, ${n} caller${n > 1 ? 's' : ''}, without the log`, `${fmt(off)} /s`);
+      row(`transitions/s, ${n} caller${n > 1 ? 's' : ''}, with the log (markers + sequencer)`, `${fmt(on)} /s`, `${fmt(cost, 1)} % cost`);
+      goal({
+        workload: `transparency log cost, ${n} caller${n > 1 ? 's' : ''}`,
+        goal: '< 10 % of transitions/s',
+        measured: `${fmt(on)}/s with, ${fmt(off)}/s without = ${fmt(cost, 1)} %`,
+        reference: 'the same run without markers or sequencer',
+        pass: cost < 10,
+      });
+      out[`tlog_off_${n}_per_s`] = off;
+      out[`tlog_on_${n}_per_s`] = on;
+    }
+    Object.assign(out, await latency(ctx, ids, parity));
+    await items.close();
+    return out;
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Commit → inclusion: each commit's time until a round committed a tree that holds it. */
+async function latency(ctx: Ctx, ids: Map<number, string[]>, parity: Map<string, number>): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const n of CALLERS) {
+    // Drain what is pending, so sizes count this phase's entries only.
+    const drain = startLogLoop(ctx, { intervalMs: 1000 });
+    await drain.idle();
+    await drain.stop();
+    const base = (await readLogState(ctx)).size;
+    const committedAt: number[] = [];
+    const waits: number[] = [];
+    const loop = startLogLoop(
+      ctx,
+      { intervalMs: 1000 },
+      {
+        onRound: (r) => {
+          const now = performance.now();
+          while (waits.length < committedAt.length && base + waits.length < r.size) waits.push(now - (committedAt[waits.length] as number));
+        },
+      },
+    );
+    ctx.commitObservers = [() => loop.poke()];
+    const count = 200 * n;
+    await transitions(ctx, ids.get(n) ?? [], count / n, parity, () => committedAt.push(performance.now()));
+    for (let i = 0; i < 300 && waits.length < committedAt.length; i++) await new Promise((r) => setTimeout(r, 10));
+    await loop.stop();
+    ctx.commitObservers = [];
+    row(
+      `commit → inclusion, ${n} caller${n > 1 ? 's' : ''} (${fmt(waits.length)} of ${fmt(count)} entries)`,
+      `p50 ${fmt(pct(waits, 50), 1)} ms`,
+      `p99 ${fmt(pct(waits, 99), 1)} ms`,
+    );
+    out[`tlog_inclusion_p50_ms_${n}`] = pct(waits, 50);
+    out[`tlog_inclusion_p99_ms_${n}`] = pct(waits, 99);
+  }
+  return out;
+}
