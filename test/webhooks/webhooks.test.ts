@@ -94,6 +94,9 @@ describe('webhooks', () => {
     try {
       const d = ['--data', data];
       await alpJson([...d, 'init']);
+      // One operator proposes and approves: counted (the approval policy's default would not count it,
+      // and the walk's version.approved would not happen).
+      await alpJson([...d, 'policy', 'set', '--self-approval', 'counted', '--reason', 'single-operator fixture']);
       const ok = await alpJson([...d, 'webhooks', 'add', `${rx.base}/ok`, '--events', '*']);
       const flaky = await alpJson([...d, 'webhooks', 'add', `${rx.base}/flaky`, '--events', 'version.*', '--description', 'CI']);
       const [okSecret, flakySecret] = [ok.secret as string, flaky.secret as string];
