@@ -30,6 +30,7 @@ import { type Lease, leaseCheck, STATE_KEY } from './lease.ts';
 import { isMarker, type Marker, markerKey, pendingGsiPk } from './markers.ts';
 import { auditLeafHash } from './merkle.ts';
 import { bundlesAfter, contentTileReader, manifestKey, readObject, tileKey, writeObject, writeObjects } from './objects.ts';
+import { notePresent, rebuildIfMissing } from './rebuild.ts';
 import { type BatchManifest, type LogState, manifestLeaves, parseManifest, readLogState } from './state.ts';
 import { appendLeaves, TiledTree } from './tiles.ts';
 
@@ -55,6 +56,7 @@ export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOpt
   const step = opts.afterStep ?? (() => undefined);
   await ensureBackfilled(ctx);
   const state = await readLogState(ctx);
+  await rebuildIfMissing(ctx, state); // a restored installation: STATE and markers without the objects
   if (state.batchStart !== undefined) await markBatch(ctx, await readManifest(ctx, state.batchStart));
   await step('marked-previous');
   const batch = await nextBatch(ctx, state, opts.maxLeaves ?? DEFAULT_BATCH_LEAVES);
@@ -73,6 +75,7 @@ export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOpt
   const root = await new TiledTree(size, reader).root();
   const checkpoint = await signedNote(ctx, size, root);
   await commitState(ctx, lease, state, { size, root, batchStart: batch.start, checkpoint });
+  notePresent(ctx.content, size);
   await step('committed');
   await markBatch(ctx, batch);
   await step('marked');
