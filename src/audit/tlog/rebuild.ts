@@ -64,14 +64,15 @@ export async function rebuildIfMissing(ctx: ServiceContext, state: LogState): Pr
     return false;
   }
   const markers = await allMarkers(ctx);
-  const leaves: Array<LeafEntry | undefined> = new Array(state.size);
+  // Dense (every/indexOf skip the holes of a sparse array).
+  const leaves: Array<LeafEntry | undefined> = Array.from({ length: state.size }, () => undefined);
   for (const m of markers)
     if (m.leaf_index !== undefined)
       m.hashes.forEach((hash, i) => {
         const at = (m.leaf_index as number) + i;
         if (at < state.size) leaves[at] = { artifact_id: m.artifact_id, seq: m.first_seq + i, hash };
       });
-  const firstGap = leaves.findIndex((l) => l === undefined);
+  const firstGap = leaves.indexOf(undefined);
   const gapStart = firstGap < 0 ? state.size : firstGap;
   const tail: BatchManifest['markers'] = [];
   let at = gapStart;
