@@ -69,6 +69,7 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
   process.on('SIGINT', onSignal);
   try {
     const hooks = webhookSettings(process.env);
+    const tlogInterval = tlogIntervalMs(); // a bad ALP_TLOG_INTERVAL_MS refuses the start before anything listens
     const server = await buildServer(rt.ctx, {
       maxUploadBytes: o.maxUploadBytes,
       logger: defaultLogger(o.logLevel),
@@ -95,7 +96,7 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
     // The transparency log's sequencer: a round every ALP_TLOG_INTERVAL_MS and shortly after commits.
     const tlog = startLogLoop(
       rt.ctx,
-      { intervalMs: tlogIntervalMs() },
+      { intervalMs: tlogInterval },
       { onError: (err) => server.app.log.warn({ err }, 'transparency log round failed; retrying at the next interval') },
     );
     const observers = (rt.ctx.commitObservers ??= []);
