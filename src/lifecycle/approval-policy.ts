@@ -32,6 +32,7 @@ import { cond, type Item, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertActor } from './access.ts';
 import type { HeadItem, Principal } from './model.ts';
+import { policyCacheOf } from './policy-cache.ts';
 import { validateKind, validateLabels, validateQuorum, validateText } from './validation.ts';
 
 export const DEFAULT_APPROVAL_TTL_MS = 7 * DAY_MS;
@@ -195,7 +196,15 @@ function defaultState(): ApprovalPolicyState {
   return { version: 0, hash: policyHash(DEFAULT_APPROVAL_POLICY), policy: DEFAULT_APPROVAL_POLICY, updated_at: null, updated_by: null };
 }
 
-/** The policy in force (a strongly consistent read of one item; the default policy when never set). */
+/**
+ * The policy the rules enforce: this node's cached answer (policy-cache.ts: a change made on another
+ * node is in force here within ALP_POLICY_CACHE_MS, default 5 s; at once on the node that made it).
+ */
+export function approvalPolicyInForce(ctx: Pick<ServiceContext, 'items' | 'clock'>): Promise<ApprovalPolicyState> {
+  return policyCacheOf<ApprovalPolicyState>(ctx.items).lookup(ctx.clock, () => readApprovalPolicy(ctx));
+}
+
+/** The policy as stored now (a strongly consistent read of one item; the default policy when never set). */
 export async function readApprovalPolicy(ctx: Pick<ServiceContext, 'items'>): Promise<ApprovalPolicyState> {
   const item = await ctx.items.get(CURRENT_KEY, { consistent: true });
   if (!item) return defaultState();
@@ -253,6 +262,7 @@ export async function setApprovalPolicy(
     if (e instanceof ConditionFailed && e.failedIndex === 0) throw changedSince(current.version, -1);
     throw e;
   }
+  policyCacheOf<ApprovalPolicyState>(ctx.items).remember(next, ctx.clock);
   return { ...next, changed: true };
 }
 

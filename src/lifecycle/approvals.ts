@@ -18,11 +18,11 @@ import { queryAll } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { assertActor } from './access.ts';
 import {
+  approvalPolicyInForce,
   DEFAULT_APPROVAL_TTL_MS,
   type EffectivePolicy,
   effectivePolicy,
   MAX_APPROVAL_TTL_MS,
-  readApprovalPolicy,
   unmetEvidence,
 } from './approval-policy.ts';
 import { compensationOutcome } from './compensation-outcome.ts';
@@ -128,7 +128,7 @@ export interface QuorumStatus {
 
 /** The effective policy in force now for the artifact, and the approvals of `v` that count under it. */
 export async function quorumStatus(ctx: ServiceContext, head: HeadItem, v: VersionItem, now: Date): Promise<QuorumStatus> {
-  const policy = effectivePolicy(await readApprovalPolicy(ctx), head);
+  const policy = effectivePolicy(await approvalPolicyInForce(ctx), head);
   const counting = countingApprovals(await listApprovals(ctx, head.artifact_id), v, now, policy);
   return { policy, counting, met: counting.length >= policy.quorum };
 }

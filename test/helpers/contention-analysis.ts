@@ -167,13 +167,19 @@ export function cachedReadOffenders(traces: OperationTrace[], rule: CachedReads)
 
 /**
  * Rule (b): strong reads of one item or base partition by a large share of the operations of a kind;
- * with `cached`, the items it names are held to rule (c) instead.
+ * the items `cached` names (a node cache's rule each) are held to rule (c) instead.
  */
-export function readOffenders(traces: OperationTrace[], layout: Layout, c = DEFAULT_C, cached?: CachedReads): Offender[] {
+export function readOffenders(
+  traces: OperationTrace[],
+  layout: Layout,
+  c = DEFAULT_C,
+  cached: CachedReads | CachedReads[] = [],
+): Offender[] {
   const kinds = opsPerKind(traces);
-  const out: Offender[] = cached ? cachedReadOffenders(traces, cached) : [];
+  const rules = Array.isArray(cached) ? cached : [cached];
+  const out: Offender[] = rules.flatMap((rule) => cachedReadOffenders(traces, rule));
   const strong = (a: Access) => a.mode === 'read' && a.table === 'base' && a.consistent;
-  const isCached = (a: Access) => cached !== undefined && a.op === 'get' && a.pk.startsWith(cached.pkPrefix);
+  const isCached = (a: Access) => a.op === 'get' && rules.some((rule) => a.pk.startsWith(rule.pkPrefix));
   const maps = [
     touches(traces, (a) => (strong(a) && a.op === 'get' && !isCached(a) ? a.key : undefined)),
     touches(traces, (a) => (strong(a) && a.op === 'query' ? `partition:${a.pk}` : undefined)),

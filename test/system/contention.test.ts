@@ -15,6 +15,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.ts';
+import { APPROVAL_POLICY_PK } from '../../src/core/keys.ts';
+import { policyCacheOf } from '../../src/lifecycle/policy-cache.ts';
 import { createToken, localOperator, resolveToken } from '../../src/lifecycle/principals.ts';
 import { configureTokenCache, tokenCacheOf } from '../../src/lifecycle/token-cache.ts';
 import {
@@ -86,8 +88,19 @@ for (const engine of ['sqlite', 'dynamodb'] as Engine[]) {
           tokenRule.ttlMs > 0 && cachedReadBound(tokenRule) < result.requests / 4,
           'the cache rule is far below a read per request',
         );
+        // The approval policy, read by every decision and execution start, is cached per node the same way.
+        const policyRule: CachedReads = {
+          pkPrefix: APPROVAL_POLICY_PK,
+          ttlMs: policyCacheOf(inst.ctx.items).ttlMs,
+          spanMs: result.seconds * 1000,
+        };
+        const decisions = traces.filter((t) => t.kind === 'approve' || t.kind === 'exec-start').length;
+        assert.ok(
+          policyRule.ttlMs > 0 && cachedReadBound(policyRule) < decisions / 2,
+          `the policy cache rule (${cachedReadBound(policyRule)} reads) is far below a read per decision (${decisions})`,
+        );
         const writes = writeOffenders(traces, SHARDED_8).map(describeOffender);
-        const reads = readOffenders(traces, SHARDED_8, DEFAULT_C, tokenRule).map(describeOffender);
+        const reads = readOffenders(traces, SHARDED_8, DEFAULT_C, [tokenRule, policyRule]).map(describeOffender);
         assert.deepEqual(
           { writes, reads },
           { writes: [], reads: [] },
