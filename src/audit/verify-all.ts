@@ -9,6 +9,8 @@ import { verifyApprovalPolicyLog } from './approval-policy-log.ts';
 import { allHeads } from './chain.ts';
 import { type Checkpoint, type CounterCheck, checkAuditCounter, verifyCheckpoint } from './counter.ts';
 import { verifyKeyLog } from './key-log.ts';
+import type { NoteVerifier } from './tlog/note.ts';
+import { checkLogState, type LogCheckpointReport, type LogSelfCheck, verifyLogCheckpoint } from './tlog/verify.ts';
 import { verifyTokenLog } from './token-log.ts';
 import { type ChainReport, verifyArtifactAudit } from './verify.ts';
 import { verifyWebhookLog } from './webhook-log.ts';
@@ -23,6 +25,10 @@ export interface AuditVerifySummary {
   broken: ChainReport[];
   /** The append counter check, when every chain was verified. */
   counter?: CounterCheck;
+  /** The transparency log's self-check (tiles' root = STATE's), when every chain was verified. */
+  log_state?: LogSelfCheck;
+  /** The signed checkpoint check (tlog/verify.ts), when one was given. */
+  log?: LogCheckpointReport;
   /** The token log (token-log.ts), when every chain was verified: its entries (counted apart from `entries`). */
   token_log?: { entries: number; ok: boolean };
   /** The webhook endpoint log (webhook-log.ts), likewise. */
@@ -38,6 +44,8 @@ export interface AuditVerifyOptions {
   artifactId?: string | undefined;
   /** Also prove every chain still extends this checkpoint. */
   checkpoint?: Checkpoint | undefined;
+  /** Also hold the installation to this signed transparency-log checkpoint, under the pinned key. */
+  logCheckpoint?: { note: string; verifier: NoteVerifier } | undefined;
   /** Called once with the number of chains, then once per chain verified. */
   progress?: { total?(n: number): void; tick?(n: number): void };
 }
@@ -76,6 +84,11 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
   if (opts.checkpoint)
     for (const f of await verifyCheckpoint(ctx, opts.checkpoint))
       reports.push(outsideChain(f.artifact_id, `checkpoint ${f.artifact_id}`, f.problem));
+  // The transparency log: self-consistent (all chains), and extending a signed checkpoint when given one.
+  const logState = opts.artifactId ? undefined : await checkLogState(ctx);
+  if (logState && !logState.ok) reports.push(outsideChain('*', 'TLOG STATE', logState.detail));
+  const log = opts.logCheckpoint ? await verifyLogCheckpoint(ctx, opts.logCheckpoint.note, opts.logCheckpoint.verifier) : undefined;
+  for (const f of log?.findings ?? []) reports.push(outsideChain('*', f.row, f.problem));
   const broken = reports.filter((r) => !r.ok);
   return {
     artifacts: ids.length,
@@ -83,6 +96,8 @@ export async function verifyAllAudit(ctx: ServiceContext, opts: AuditVerifyOptio
     ok: broken.length === 0,
     broken,
     ...(counter ? { counter } : {}),
+    ...(logState ? { log_state: logState } : {}),
+    ...(log ? { log } : {}),
     ...(tokenLog ? { token_log: { entries: tokenLog.entries, ok: tokenLog.ok } } : {}),
     ...(webhookLog ? { webhook_log: { entries: webhookLog.entries, ok: webhookLog.ok } } : {}),
     ...(policyLog ? { approval_policy_log: { entries: policyLog.entries, ok: policyLog.ok } } : {}),

@@ -4,7 +4,7 @@ import { parseCheckpointBody } from '../../audit/tlog/checkpoint.ts';
 import { checkpointNow } from '../../audit/tlog/checkpoint-now.ts';
 import { verifyInclusion } from '../../audit/tlog/merkle.ts';
 import { type NoteVerifier, parseVerifierKey, splitNote, verifierOf } from '../../audit/tlog/note.ts';
-import { isSignedCheckpoint, verifyLogCheckpoint } from '../../audit/tlog/verify.ts';
+import { isSignedCheckpoint } from '../../audit/tlog/verify.ts';
 import { verifyAllAudit } from '../../audit/verify-all.ts';
 import { Conflict, ExitCode, IntegrityError, UsageError } from '../../core/errors.ts';
 import type { IndexQuery } from '../../lifecycle/queries.ts';
@@ -97,22 +97,19 @@ function registerAuditChainCommands(program: Command): void {
         const signed = text !== undefined && isSignedCheckpoint(text);
         const checkpoint = text !== undefined && !signed ? parseCheckpoint(text) : undefined;
         const bar = progressBar('audit', rt.opts.json);
-        const base = await verifyAllAudit(rt.ctx, { artifactId: id, checkpoint, progress: bar }).finally(() => bar.stop());
-        const log = signed ? await verifyLogCheckpoint(rt.ctx, text, await pinnedVerifier(rt.ctx, o.key)) : undefined;
-        const logBroken = (log?.findings ?? []).map((f) => ({
-          artifact_id: '*',
-          entries: 0,
-          ok: false,
-          findings: [{ artifact_id: '*', ...f }],
-        }));
-        const broken = [...base.broken, ...logBroken];
-        const summary = { ...base, ok: broken.length === 0, broken, ...(log ? { log } : {}) };
-        const { counter } = summary;
+        const logCheckpoint = signed ? { note: text, verifier: await pinnedVerifier(rt.ctx, o.key) } : undefined;
+        const summary = await verifyAllAudit(rt.ctx, { artifactId: id, checkpoint, logCheckpoint, progress: bar }).finally(() =>
+          bar.stop(),
+        );
+        const { counter, broken, log } = summary;
         output(rt.opts, summary, () => [
           `${summary.artifacts} chain(s), ${summary.entries} entries: ${broken.length === 0 ? 'intact' : `${broken.length} broken`}`,
           ...(counter ? [`append counter: ${counter.detail}`] : []),
+          ...(summary.log_state ? [`transparency log: ${summary.log_state.detail}`] : []),
           ...(log
-            ? [`transparency log: ${log.log_size} leaves, checkpoint of ${log.checkpoint_size}: ${log.ok ? 'extends it' : 'BROKEN'}`]
+            ? [
+                `signed checkpoint of ${log.checkpoint_size} leaves (log ${log.log_size}): ${log.ok ? 'the installation extends it' : 'BROKEN'}`,
+              ]
             : []),
           ...broken.flatMap((r) => r.findings.map((f) => `BROKEN ${f.row}: ${f.problem}`)),
         ]);
