@@ -10,13 +10,13 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { startLogLoop } from '../src/audit/tlog/loop.ts';
 import { readLogState } from '../src/audit/tlog/state.ts';
 import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { createArtifact } from '../src/lifecycle/artifacts.ts';
 import { propose, transition } from '../src/lifecycle/transitions.ts';
 import { createContext } from '../src/runtime/context.ts';
+import { startLogLoop } from '../src/runtime/tlog-loop.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
 import { initInstallation } from '../src/system/installation.ts';
 import { fileKeySource } from '../src/system/installation-key.ts';

@@ -7,8 +7,7 @@
 import { NotFound } from '../../core/errors.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { installationSigner } from '../../system/installation-key.ts';
-import { acquireLease, releaseLease } from './lease.ts';
-import { defaultHolder } from './loop.ts';
+import { acquireLease, defaultHolder, releaseLease } from './lease.ts';
 import { runRound } from './sequencer.ts';
 import { readLogState } from './state.ts';
 

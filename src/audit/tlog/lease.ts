@@ -5,6 +5,8 @@
  * paused former holder cannot commit after another took over. Written once per round, never per
  * transition.
  */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { ConditionFailed } from '../../core/errors.ts';
 import { cond, type Item, type ItemKey, type TransactOp } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
@@ -13,6 +15,11 @@ export const TLOG_PK = 'TLOG';
 export const LEASE_KEY: ItemKey = { PK: TLOG_PK, SK: 'LEASE' };
 export const STATE_KEY: ItemKey = { PK: TLOG_PK, SK: 'STATE' };
 export const DEFAULT_LEASE_MS = 10_000;
+
+/** A holder name unique to this process and sequencer: host, pid and a random part. */
+export function defaultHolder(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
 
 export interface Lease {
   holder: string;

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { buildServer, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_MS, defaultLogger } from '../../api/server.ts';
-import { startLogLoop, tlogIntervalMs } from '../../audit/tlog/loop.ts';
+import { startLogLoop, tlogIntervalMs } from '../../runtime/tlog-loop.ts';
 import { webhookSettings } from '../../webhooks/config.ts';
 import { startWebhookLoop } from '../../webhooks/loop.ts';
 import { parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
@@ -104,8 +104,10 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
     const signal = await signalled;
     server.app.log.info({ signal }, 'signal received');
     await webhooks.stop();
-    await tlog.stop();
+    // The sequencer's round in flight ends beside the shutdown, never delaying the refusal of new connections.
+    const tlogStopped = tlog.stop();
     await server.shutdown(o.shutdownGraceMs);
+    await tlogStopped;
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);

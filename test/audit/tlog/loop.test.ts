@@ -1,10 +1,10 @@
 /** The server's transparency-log loop (issue 20 item 2): a round shortly after commits (coalesced), and on the interval. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { startLogLoop, tlogIntervalMs } from '../../../src/audit/tlog/loop.ts';
 import { readLogState } from '../../../src/audit/tlog/state.ts';
 import { createArtifact } from '../../../src/lifecycle/artifacts.ts';
 import { attachAuditSinks } from '../../../src/runtime/sinks.ts';
+import { startLogLoop, tlogIntervalMs } from '../../../src/runtime/tlog-loop.ts';
 import { initInstallation } from '../../../src/system/installation.ts';
 import { embeddedContext } from '../../helpers/context.ts';
 import { bytesOf } from '../../helpers/tmp.ts';

@@ -6,12 +6,11 @@
  * and take over once the holder stops renewing. A round that fails is reported and the next one
  * retries; the server keeps serving.
  */
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
-import { InvalidInput } from '../../core/errors.ts';
-import type { ServiceContext } from '../../system/context.ts';
-import { acquireLease, DEFAULT_LEASE_MS, type Lease, releaseLease } from './lease.ts';
-import { DEFAULT_BATCH_LEAVES, type RoundResult, runRound } from './sequencer.ts';
+
+import { acquireLease, DEFAULT_LEASE_MS, defaultHolder, type Lease, releaseLease } from '../audit/tlog/lease.ts';
+import { DEFAULT_BATCH_LEAVES, type RoundResult, runRound } from '../audit/tlog/sequencer.ts';
+import { InvalidInput } from '../core/errors.ts';
+import type { ServiceContext } from '../system/context.ts';
 
 export const DEFAULT_TLOG_INTERVAL_MS = 1000;
 
@@ -37,10 +36,6 @@ export function tlogIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
   if (!Number.isSafeInteger(n) || n < 10 || n > 3_600_000)
     throw new InvalidInput(`ALP_TLOG_INTERVAL_MS must be 10–3600000 ms, got ${JSON.stringify(raw)}`);
   return n;
-}
-
-export function defaultHolder(): string {
-  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 }
 
 export function startLogLoop(
