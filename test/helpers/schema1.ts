@@ -3,9 +3,10 @@
  * test/audit/independent-verifier.test.ts): execution output and finish records put back under their
  * schema-1 keys (EXEC#{run}#OUTPUT#{name}, EXEC#{run}#FINISH) through the ItemStore, every chain
  * re-hashed and re-linked as the old code hashed it (the hash covers the SK), the HEAD's head hash set
- * to match, and `schema_version` 1 — what ALP before issue 16 wrote.
+ * to match, no transparency-log markers, and `schema_version` 1 — what ALP before issue 16 wrote.
  */
 import { auditHash } from '../../src/audit/chain.ts';
+import { MARKER_SK_PREFIX } from '../../src/audit/tlog/markers.ts';
 import { HEAD_SK, INSTALLATION_SK, legacyExecutionFinishSk, legacyExecutionOutputSk, SYS_PK } from '../../src/core/keys.ts';
 import { type Item, type ItemStore, queryAll } from '../../src/store/item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
@@ -35,6 +36,8 @@ async function partitionToSchema1(items: ItemStore, pk: string): Promise<void> {
     if (old.SK !== e.SK) await items.delete({ PK: e.PK, SK: e.SK });
   }
   await items.update({ PK: pk, SK: HEAD_SK }, { set: { audit_head_hash: prev } });
+  // Schema 1 predates the transparency log: its partitions have no markers (they named the new hashes).
+  for (const m of all.filter((i) => i.SK.startsWith(MARKER_SK_PREFIX))) await items.delete({ PK: m.PK, SK: m.SK });
 }
 
 export async function toSchema1(ctx: ServiceContext): Promise<void> {
