@@ -182,8 +182,15 @@ describe('kill -9 during backup and restore', () => {
         const missingItems = expected.items.filter((k) => !present.has(k)).sort();
         const missingObjects: string[] = [];
         for (const k of expected.objects) if (!(await target.content.head(k))) missingObjects.push(k);
-        assert.deepEqual(missingOf(report, 'item'), missingItems, `run ${i}: exactly the missing items`);
-        assert.deepEqual(missingOf(report, 'object'), missingObjects.sort(), `run ${i}: exactly the missing objects`);
+        if (report.findings_total <= report.findings.length) {
+          assert.deepEqual(missingOf(report, 'item'), missingItems, `run ${i}: exactly the missing items`);
+          assert.deepEqual(missingOf(report, 'object'), missingObjects.sort(), `run ${i}: exactly the missing objects`);
+        } else {
+          // More findings than a report lists (MAX_REPORTED_FINDINGS; an early kill leaves most items missing, and
+          // the transparency log's markers made the installation's item count larger): what it lists is right.
+          for (const k of missingOf(report, 'item')) assert.ok(missingItems.includes(k), `run ${i}: ${k} is missing`);
+          for (const k of missingOf(report, 'object')) assert.ok(missingObjects.includes(k), `run ${i}: ${k} is missing`);
+        }
         assert.equal(report.restore?.items_missing, missingItems.length);
         tally.partial++;
       }
