@@ -10,12 +10,14 @@ import { ArtifactId, Digest } from '../schemas.ts';
 
 const closed = { additionalProperties: false } as const;
 const B64Hash = Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: 'a SHA-256 hash, base64' });
-const Size = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+// A function, not a spread of one schema: spreading a TypeBox schema copies its symbol keys into an
+// object type the declaration build (tsconfig.build.json) cannot name (TS4023).
+const size = (description: string) => Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description });
 
 export const LogInclusionQuery = Type.Object(
   {
     leaf: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'leaf index' }),
-    size: Type.Optional({ ...Size, description: 'tree size (default: the committed size)' }),
+    size: Type.Optional(size('tree size (default: the committed size)')),
   },
   closed,
 );
@@ -32,8 +34,8 @@ export const LogInclusion = Type.Object(
 );
 export const LogConsistencyQuery = Type.Object(
   {
-    from: { ...Size, description: 'the older size' },
-    to: Type.Optional({ ...Size, description: 'the newer size (default: the committed size)' }),
+    from: size('the older size'),
+    to: Type.Optional(size('the newer size (default: the committed size)')),
   },
   closed,
 );
