@@ -13,6 +13,23 @@ import { InvalidInput } from '../core/errors.ts';
 import type { ServiceContext } from '../system/context.ts';
 
 export const DEFAULT_TLOG_INTERVAL_MS = 1000;
+/**
+ * The least time between the starts of two rounds asked for by commits (`poke`). A round has a fixed
+ * cost (the lease, STATE's transaction, a checkpoint signature, the tile and bundle objects and their
+ * fsyncs) whatever it sequences: run right after every commit, a lone caller's rounds ran back to back
+ * and took half its transitions/s; spaced, each round takes the leaves of this many ms of commits.
+ */
+export const DEFAULT_TLOG_BATCH_MS = 250;
+
+/** ALP_TLOG_BATCH_MS (default 250 ms): 0 … 10,000 ms between rounds asked for by commits. */
+export function tlogBatchMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.ALP_TLOG_BATCH_MS;
+  if (raw === undefined || raw === '') return DEFAULT_TLOG_BATCH_MS;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0 || n > 10_000)
+    throw new InvalidInput(`ALP_TLOG_BATCH_MS must be 0–10000 ms, got ${JSON.stringify(raw)}`);
+  return n;
+}
 
 export interface LogLoopEvents {
   onRound?(result: RoundResult): void;
@@ -40,10 +57,12 @@ export function tlogIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
 
 export function startLogLoop(
   ctx: ServiceContext,
-  opts: { intervalMs?: number; holder?: string } = {},
+  opts: { intervalMs?: number; batchMs?: number; holder?: string } = {},
   events: LogLoopEvents = {},
 ): LogLoop {
   const intervalMs = opts.intervalMs ?? DEFAULT_TLOG_INTERVAL_MS;
+  const batchMs = opts.batchMs ?? tlogBatchMs();
+  let lastStart = Number.NEGATIVE_INFINITY;
   const holder = opts.holder ?? defaultHolder();
   const leaseMs = Math.max(DEFAULT_LEASE_MS, 5 * intervalMs);
   let lease: Lease | undefined;
@@ -54,6 +73,7 @@ export function startLogLoop(
   let waiters: Array<() => void> = [];
 
   const once = async (): Promise<boolean> => {
+    lastStart = performance.now();
     lease = await acquireLease(ctx, holder, leaseMs);
     if (!lease) return false;
     const result = await runRound(ctx, lease);
@@ -84,15 +104,18 @@ export function startLogLoop(
   return {
     poke() {
       if (stopped || soon) return;
-      // Coalesced: the commits of one event-loop turn (a SQLite group commit) ask for one round.
+      // Coalesced: the commits of one event-loop turn (a SQLite group commit), and of the batchMs since
+      // the last round started, ask for one round.
+      const wait = Math.max(1, Math.ceil(lastStart + batchMs - performance.now()));
       soon = setTimeout(() => {
         soon = undefined;
         kick();
-      }, 1);
+      }, wait);
       soon.unref();
     },
     idle() {
       if (!running && !soon && !wanted) return Promise.resolve();
+      soon?.ref(); // someone waits for the round it starts: it must keep the process alive till then
       return new Promise((resolve) => waiters.push(resolve));
     },
     async stop() {

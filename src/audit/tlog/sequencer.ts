@@ -51,13 +51,21 @@ export interface RoundResult {
   checkpoint?: string;
 }
 
+/**
+ * The batch this process last marked to the end, per store: a round starts by finishing the marking of
+ * the last committed batch (an interrupted round's), which after a round of this process that marked
+ * it is known done — marked markers never become unmarked — and is skipped instead of re-read.
+ */
+const markedHere = new WeakMap<object, number>();
+
 /** Runs one round; the lease must be held. */
 export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOptions = {}): Promise<RoundResult> {
   const step = opts.afterStep ?? (() => undefined);
   await ensureBackfilled(ctx);
   const state = await readLogState(ctx);
   await rebuildIfMissing(ctx, state); // a restored installation: STATE and markers without the objects
-  if (state.batchStart !== undefined) await markBatch(ctx, await readManifest(ctx, state.batchStart));
+  if (state.batchStart !== undefined && markedHere.get(ctx.items) !== state.batchStart)
+    await markBatch(ctx, await readManifest(ctx, state.batchStart));
   await step('marked-previous');
   const batch = await nextBatch(ctx, state, opts.maxLeaves ?? DEFAULT_BATCH_LEAVES);
   if (!batch) return ensureSigned(ctx, lease, state);
@@ -77,9 +85,22 @@ export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOpt
   await commitState(ctx, lease, state, { size, root, batchStart: batch.start, checkpoint });
   notePresent(ctx.content, size);
   await step('committed');
-  await markBatch(ctx, batch);
+  await markBatch(ctx, batch, { fresh: true });
+  markedHere.set(ctx.items, batch.start);
   await step('marked');
   return { size, appended: leaves.length, ...(checkpoint ? { checkpoint } : {}) };
+}
+
+async function unmarkedOf(ctx: ServiceContext, batch: BatchManifest): Promise<BatchManifest['markers']> {
+  const keys = batch.markers.map((m) => markerKey(m.artifact_id, m.first_seq));
+  const unmarked = new Set<string>();
+  for (let i = 0; i < keys.length; i += 100)
+    for (const item of await ctx.items.batchGet(keys.slice(i, i + 100)))
+      if (isMarker(item) && item.leaf_index === undefined) unmarked.add(`${item.PK} ${item.SK}`);
+  return batch.markers.filter((m) => {
+    const k = markerKey(m.artifact_id, m.first_seq);
+    return unmarked.has(`${k.PK} ${k.SK}`);
+  });
 }
 
 async function readManifest(ctx: ServiceContext, start: number): Promise<BatchManifest> {
@@ -208,20 +229,14 @@ async function ensureSigned(ctx: ServiceContext, lease: Lease, state: LogState):
 }
 
 /**
- * Sets each marker's leaf_index: only those still unmarked (read first: a round re-checks the last
- * batch every time), in transactions of up to 100 (one commit each); a transaction whose condition
+ * Sets each marker's leaf_index: only those still unmarked (read first, unless `fresh`: a round
+ * finishing an earlier batch re-checks it), in transactions of up to 100 (one commit each); a transaction whose condition
  * fails (another holder marked one meanwhile) falls back to one update per marker. Idempotent.
  */
-async function markBatch(ctx: ServiceContext, batch: BatchManifest): Promise<void> {
-  const keys = batch.markers.map((m) => markerKey(m.artifact_id, m.first_seq));
-  const unmarked = new Set<string>();
-  for (let i = 0; i < keys.length; i += 100)
-    for (const item of await ctx.items.batchGet(keys.slice(i, i + 100)))
-      if (isMarker(item) && item.leaf_index === undefined) unmarked.add(`${item.PK} ${item.SK}`);
-  const todo = batch.markers.filter((m) => {
-    const k = markerKey(m.artifact_id, m.first_seq);
-    return unmarked.has(`${k.PK} ${k.SK}`);
-  });
+async function markBatch(ctx: ServiceContext, batch: BatchManifest, opts: { fresh?: boolean } = {}): Promise<void> {
+  // `fresh`: the batch this round just read unmarked — no re-read; the updates' condition still holds
+  // against another holder having marked some meanwhile (then the per-marker fallback below).
+  const todo = opts.fresh ? batch.markers : await unmarkedOf(ctx, batch);
   const markCondition = cond.and(cond.exists(), cond.attrNotExists('leaf_index'));
   const markUpdate = (m: BatchManifest['markers'][number]) => ({ set: { leaf_index: m.leaf_start }, remove: ['GSI1PK', 'GSI1SK'] });
   const op = (m: BatchManifest['markers'][number]): TransactOp => ({

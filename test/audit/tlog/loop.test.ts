@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { readLogState } from '../../../src/audit/tlog/state.ts';
 import { createArtifact } from '../../../src/lifecycle/artifacts.ts';
 import { attachAuditSinks } from '../../../src/runtime/sinks.ts';
-import { startLogLoop, tlogIntervalMs } from '../../../src/runtime/tlog-loop.ts';
+import { startLogLoop, tlogBatchMs, tlogIntervalMs } from '../../../src/runtime/tlog-loop.ts';
 import { initInstallation } from '../../../src/system/installation.ts';
 import { embeddedContext } from '../../helpers/context.ts';
 import { bytesOf } from '../../helpers/tmp.ts';
@@ -43,6 +43,36 @@ describe('transparency log loop', () => {
     assert.equal(tlogIntervalMs({ ALP_TLOG_INTERVAL_MS: '250' }), 250);
     assert.throws(() => tlogIntervalMs({ ALP_TLOG_INTERVAL_MS: '5' }), /ALP_TLOG_INTERVAL_MS/);
     assert.throws(() => tlogIntervalMs({ ALP_TLOG_INTERVAL_MS: 'soon' }), /ALP_TLOG_INTERVAL_MS/);
+  });
+
+  it('ALP_TLOG_BATCH_MS: default 250 ms between rounds asked for by commits, refused outside 0 … 10,000', () => {
+    assert.equal(tlogBatchMs({}), 250);
+    assert.equal(tlogBatchMs({ ALP_TLOG_BATCH_MS: '0' }), 0);
+    assert.throws(() => tlogBatchMs({ ALP_TLOG_BATCH_MS: '-1' }), /ALP_TLOG_BATCH_MS/);
+    assert.throws(() => tlogBatchMs({ ALP_TLOG_BATCH_MS: '20000' }), /ALP_TLOG_BATCH_MS/);
+  });
+
+  it('spaces the rounds commits ask for by batchMs: commits over ~300 ms of a 100 ms batch take a few rounds, not one each', async () => {
+    const ctx = await embeddedContext();
+    await initInstallation(ctx);
+    await attachAuditSinks(ctx);
+    let rounds = 0;
+    const loop = startLogLoop(ctx, { intervalMs: 3_600_000, batchMs: 100 }, { onRound: () => void rounds++ });
+    (ctx.commitObservers ??= []).push(() => loop.poke());
+    try {
+      await loop.idle();
+      const started = performance.now();
+      let n = 0;
+      while (performance.now() - started < 300)
+        await createArtifact(ctx, agent, { name: `b${n++}`, filename: 'a.sh', body: bytesOf(`echo ${n}`) });
+      await loop.idle();
+      for (let i = 0; i < 100 && (await readLogState(ctx)).size < n; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal((await readLogState(ctx)).size, n);
+      assert.ok(n > 10 && rounds >= 2 && rounds <= 6, `${rounds} rounds for ${n} commits over ~300 ms`);
+    } finally {
+      await loop.stop();
+      await ctx.items.close();
+    }
   });
 
   it('runs on the interval without any poke', async () => {
