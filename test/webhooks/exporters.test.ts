@@ -10,8 +10,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
@@ -25,29 +23,9 @@ import { addEndpoint } from '../../src/webhooks/endpoints.ts';
 import { alpJson, runAlp } from '../helpers/cli.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { tempDir } from '../helpers/tmp.ts';
+import { webhookReceiver } from '../helpers/webhook-receiver.ts';
 
 type Json = Record<string, unknown>;
-
-/** A loopback receiver; `status(path, n)` answers the n-th request of a path. */
-async function receiver(status: (path: string, n: number) => number) {
-  const got: Array<{ path: string; headers: Record<string, string>; body: string; status: number }> = [];
-  const counts = new Map<string, number>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const p = req.url ?? '/';
-      const n = (counts.get(p) ?? 0) + 1;
-      counts.set(p, n);
-      const code = status(p, n);
-      got.push({ path: p, headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), status: code });
-      res.writeHead(code).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { base, got, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 it('webhooks and telemetry drain each get every event; a crash mid-batch and a failed webhook redeliver to both', {
   timeout: 120_000,
@@ -57,7 +35,7 @@ it('webhooks and telemetry drain each get every event; a crash mid-batch and a f
   const file = path.join(dir, 'x.sh');
   fs.writeFileSync(file, 'echo x\n');
   // Webhook endpoint: its 3rd request fails. Drain target: its 1st request fails (the drain dies).
-  const rx = await receiver((p, n) => (p === '/hook' ? (n === 3 ? 500 : 200) : n === 1 ? 500 : 204));
+  const rx = await webhookReceiver((p, n) => (p === '/hook' ? (n === 3 ? 500 : 200) : n === 1 ? 500 : 204));
   const d = ['--data', data];
   // ALP_NOW at `ms` past the real time now: records are available from their commit (real time), and a
   // lease or a back-off is passed by moving this later than it.
@@ -144,7 +122,7 @@ it('webhooks and telemetry drain each get every event; a crash mid-batch and a f
 
 it('a pull exporter registered while the dispatcher holds a claim: the batch goes back untouched, the exporter gets it', async () => {
   const ctx = await embeddedContext();
-  const rx = await receiver(() => 200);
+  const rx = await webhookReceiver(() => 200);
   try {
     await initInstallation(ctx);
     await addEndpoint(ctx, { url: `${rx.base}/hook`, events: ['*'] }, { id: 'alice', kind: 'human' });

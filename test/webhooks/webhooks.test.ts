@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -22,38 +20,9 @@ import { startAlpProcess } from '../helpers/alp-process.ts';
 import { alpJson, cliErrorText, runAlp } from '../helpers/cli.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { tempDir } from '../helpers/tmp.ts';
+import { type Delivery, webhookReceiver } from '../helpers/webhook-receiver.ts';
 
 type Json = Record<string, unknown>;
-
-interface Delivery {
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-  status: number;
-}
-
-/** A loopback receiver answering each request with `status(path, n)` (n: that path's 1-based request count). */
-/** `status` answers each request's status code, or a code and how long to wait before answering. */
-async function receiver(status: (path: string, n: number) => number | { code: number; delayMs: number }) {
-  const got: Delivery[] = [];
-  const counts = new Map<string, number>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const p = req.url ?? '/';
-      const n = (counts.get(p) ?? 0) + 1;
-      counts.set(p, n);
-      const answer = status(p, n);
-      const [code, delayMs] = typeof answer === 'number' ? [answer, 0] : [answer.code, answer.delayMs];
-      got.push({ path: p, headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), status: code });
-      setTimeout(() => res.writeHead(code).end(), delayMs);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { base, got, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 /** The library's verification of one delivery: the parsed payload, or the error it threw. */
 function verified(secret: string, d: Delivery): Json {
@@ -90,7 +59,7 @@ describe('webhooks', () => {
     const file = path.join(dir, 'deploy.sh');
     const bytes = 'echo TOP-SECRET-ARTIFACT-BYTES-4711\n';
     fs.writeFileSync(file, bytes);
-    const rx = await receiver((p, n) => (p === '/flaky' && n <= 2 ? 500 : 200));
+    const rx = await webhookReceiver((p, n) => (p === '/flaky' && n <= 2 ? 500 : 200));
     try {
       const d = ['--data', data];
       await alpJson([...d, 'init']);
@@ -188,7 +157,7 @@ describe('webhooks', () => {
     fs.writeFileSync(file, 'echo x\n');
     // The second request of a path is answered late: the claim's first record has settled (one failure,
     // not yet disabled) when the second's failure disables the endpoint — the first must still be acknowledged.
-    const rx = await receiver((_, n) => (n === 2 ? { code: 503, delayMs: 400 } : 503));
+    const rx = await webhookReceiver((_, n) => (n === 2 ? { code: 503, delayMs: 400 } : 503));
     try {
       const d = ['--data', data];
       await alpJson([...d, 'init']);
@@ -236,7 +205,7 @@ describe('webhooks', () => {
   it('alp start delivers from its own loop, with links to its URL', async () => {
     const dir = tempDir('alp-webhooks-serve');
     const data = path.join(dir, 'd');
-    const rx = await receiver(() => 204);
+    const rx = await webhookReceiver(() => 204);
     try {
       await alpJson(['--data', data, 'init']);
       const ep = await alpJson(['--data', data, 'webhooks', 'add', `${rx.base}/hook`, '--events', 'version.created']);
