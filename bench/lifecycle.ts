@@ -20,7 +20,7 @@ import { createContext } from '../src/runtime/context.ts';
 import type { Item, TransactOp } from '../src/store/item-store.ts';
 import { prepareSchema } from '../src/store/sqlite/schema.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
-import { benchDir, fmt, goal, header, row } from './util.ts';
+import { benchDir, fmt, goal, header, median, row } from './util.ts';
 
 const agent = { id: 'bench', kind: 'agent' as const };
 const CALLERS = [1, 4, 16];
@@ -42,7 +42,6 @@ async function measure(n: number, fn: () => Promise<void>): Promise<Figure> {
   return { rate: n / (ms / 1000), cpuUs: (used.user + used.system) / n };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 const medianOf = (fs: Figure[]): Figure => ({ rate: median(fs.map((f) => f.rate)), cpuUs: median(fs.map((f) => f.cpuUs)) });
 
 /** The operations of one real transition's transaction (captured by wrapping transactWrite once). */
@@ -101,15 +100,15 @@ function bareReference(file: string, shape: TransactOp[]) {
   };
 }
 
-async function artifacts(ctx: Ctx, n: number, label: string): Promise<string[]> {
+export async function artifacts(ctx: Ctx, n: number, label: string): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++)
     ids.push((await createArtifact(ctx, agent, { name: `${label}${i}`, filename: 'f', body: [Buffer.from('x')] })).version.artifact_id);
   return ids;
 }
 
-/** `per` transitions on each artifact, all artifacts concurrently (PROPOSED ⇄ DRAFT). */
-async function transitions(ctx: Ctx, ids: string[], per: number, parity: Map<string, number>): Promise<void> {
+/** `per` transitions on each artifact, all artifacts concurrently (PROPOSED ⇄ DRAFT); `after` is told each commit. */
+export async function transitions(ctx: Ctx, ids: string[], per: number, parity: Map<string, number>, after?: () => void): Promise<void> {
   await Promise.all(
     ids.map(async (id) => {
       for (let i = 0; i < per; i++) {
@@ -117,6 +116,7 @@ async function transitions(ctx: Ctx, ids: string[], per: number, parity: Map<str
         parity.set(id, k + 1);
         if (k % 2 === 0) await propose(ctx, agent, id, 1);
         else await transition(ctx, agent, id, 1, 'DRAFT');
+        after?.();
       }
     }),
   );

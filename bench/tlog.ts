@@ -13,37 +13,19 @@ import path from 'node:path';
 import { readLogState } from '../src/audit/tlog/state.ts';
 import { FsContentStore } from '../src/content/fs/fs-content-store.ts';
 import { systemClock } from '../src/core/clock.ts';
-import { createArtifact } from '../src/lifecycle/artifacts.ts';
-import { propose, transition } from '../src/lifecycle/transitions.ts';
 import { createContext } from '../src/runtime/context.ts';
 import { startLogLoop } from '../src/runtime/tlog-loop.ts';
 import { SqliteItemStore } from '../src/store/sqlite/sqlite-item-store.ts';
 import { initInstallation } from '../src/system/installation.ts';
 import { fileKeySource } from '../src/system/installation-key.ts';
-import { benchDir, fmt, goal, header, row } from './util.ts';
+import { artifacts, transitions } from './lifecycle.ts';
+import { benchDir, fmt, goal, header, median, row } from './util.ts';
 
-const agent = { id: 'bench', kind: 'agent' as const };
 const CALLERS = [1, 16];
 const ROUNDS = 5;
 type Ctx = ReturnType<typeof createContext>;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
-
-/** `per` PROPOSED ⇄ DRAFT transitions on each artifact, the artifacts concurrently; `after` is told each commit. */
-async function transitions(ctx: Ctx, ids: string[], per: number, parity: Map<string, number>, after?: () => void): Promise<void> {
-  await Promise.all(
-    ids.map(async (id) => {
-      for (let i = 0; i < per; i++) {
-        const k = parity.get(id) ?? 0;
-        parity.set(id, k + 1);
-        if (k % 2 === 0) await propose(ctx, agent, id, 1);
-        else await transition(ctx, agent, id, 1, 'DRAFT');
-        after?.();
-      }
-    }),
-  );
-}
 
 async function rate(n: number, fn: () => Promise<void>): Promise<number> {
   const start = performance.now();
@@ -68,12 +50,7 @@ export async function benchLogCost(opts: { count?: number } = {}): Promise<Recor
       `transparency log: transitions with and without the log (${ROUNDS} interleaved rounds of ${fmt(perRound)}), SQLite synchronous=FULL`,
     );
     const ids = new Map<number, string[]>();
-    for (const n of CALLERS) {
-      const list: string[] = [];
-      for (let i = 0; i < n; i++)
-        list.push((await createArtifact(ctx, agent, { name: `t${n}-${i}`, filename: 'f', body: [Buffer.from('x')] })).version.artifact_id);
-      ids.set(n, list);
-    }
+    for (const n of CALLERS) ids.set(n, await artifacts(ctx, n, `t${n}-`));
     const parity = new Map<string, number>();
     const figures = new Map(CALLERS.map((n) => [n, { off: [] as number[], on: [] as number[] }]));
     for (let r = 0; r < ROUNDS; r++) {

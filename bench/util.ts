@@ -62,3 +62,6 @@ export function printGoals(): void {
   console.log('|---|---|---|---|---|');
   for (const g of goals) console.log(`| ${g.workload} | ${g.goal} | ${g.measured} | ${g.reference || '—'} | ${g.pass ? 'PASS' : 'MISS'} |`);
 }
+
+/** The middle value (the upper one of an even count); 0 for none. */
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
