@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { type AuditPlan, auditHash, commitAudited, readHead } from '../../src/audit/chain.ts';
+import { auditHash, commitAudited, readHead } from '../../src/audit/chain.ts';
 import { checkAuditCounter, establishAuditBaseline } from '../../src/audit/counter.ts';
 import { loadChain } from '../../src/audit/history.ts';
 import { checkpointNow } from '../../src/audit/tlog/checkpoint-now.ts';
@@ -25,7 +25,7 @@ import { verifyLogCheckpoint } from '../../src/audit/tlog/verify.ts';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
 import { verifyAllAudit } from '../../src/audit/verify-all.ts';
 import type { Digest } from '../../src/core/digest.ts';
-import { artifactPk, HEAD_SK, transitionSk } from '../../src/core/keys.ts';
+import { artifactPk, HEAD_SK } from '../../src/core/keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
@@ -33,6 +33,7 @@ import { type Item, queryAll } from '../../src/store/item-store.ts';
 import { initInstallation } from '../../src/system/installation.ts';
 import { fileKeySource, installationSigner } from '../../src/system/installation-key.ts';
 import { stateKey } from '../../src/telemetry/shards.ts';
+import { bulkAuditPlan } from '../helpers/audit-plan.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
 import { bytesOf, tempDir } from '../helpers/tmp.ts';
@@ -50,23 +51,8 @@ interface Setup {
   close(): Promise<void>;
 }
 
-function bulk(artifactId: string, n: number, tag: string): AuditPlan {
-  return {
-    chains: [
-      {
-        artifactId,
-        entries: Array.from({ length: n }, (_, i) => ({
-          type: 'transition' as const,
-          keys: (seq: number, ts: string) => ({ SK: transitionSk(ts, seq) }),
-          fields: { version: 1, from: 'DRAFT', to: 'DRAFT', actor: agent.id, note: `${tag} ${i}` },
-        })),
-      },
-    ],
-  };
-}
-
 async function append(ctx: ServiceContext, id: string, n: number, tag: string): Promise<void> {
-  await commitAudited(ctx, { [id]: await readHead(ctx, id) }, bulk(id, n, tag));
+  await commitAudited(ctx, { [id]: await readHead(ctx, id) }, bulkAuditPlan(id, n, tag));
 }
 
 async function prepare(ctx: ServiceContext, close: () => Promise<void>): Promise<Setup> {

@@ -8,11 +8,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { type AuditPlan, commitAudited, readHead } from '../../src/audit/chain.ts';
+import { commitAudited, readHead } from '../../src/audit/chain.ts';
 import { checkAuditCounter, establishAuditBaseline } from '../../src/audit/counter.ts';
 import type { ContentStore } from '../../src/content/content-store.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import { TELQ_PK, TELQ_STATE_SK, telqShardPk, transitionSk } from '../../src/core/keys.ts';
+import { TELQ_PK, TELQ_STATE_SK, telqShardPk } from '../../src/core/keys.ts';
 import { addVersion, createArtifact } from '../../src/lifecycle/artifacts.ts';
 import { createContext, type ServiceContext } from '../../src/runtime/context.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
@@ -22,6 +22,7 @@ import type { TelemetryLimits } from '../../src/telemetry/limits.ts';
 import { telemetryCounters } from '../../src/telemetry/metrics.ts';
 import type { ClaimedRecord, TelemetryQueue } from '../../src/telemetry/queue.ts';
 import { recordShard, share } from '../../src/telemetry/shards.ts';
+import { bulkAuditPlan } from '../helpers/audit-plan.ts';
 import { assertCountersMatchItems, hooked, setEpoch } from '../helpers/telemetry-harness.ts';
 import { bytesOf } from '../helpers/tmp.ts';
 import { agent } from '../helpers/walk.ts';
@@ -54,22 +55,6 @@ function telemetryTransactions(calls: Array<{ method: string; arg: unknown }>): 
         .map((k) => k.PK),
     )
     .filter((keys) => keys.length > 0);
-}
-
-/** `n` audit entries on one chain, as one commit. */
-function bulkPlan(artifactId: string, n: number): AuditPlan {
-  return {
-    chains: [
-      {
-        artifactId,
-        entries: Array.from({ length: n }, (_, i) => ({
-          type: 'transition' as const,
-          keys: (seq: number, ts: string) => ({ SK: transitionSk(ts, seq) }),
-          fields: { version: 1, from: 'DRAFT', to: 'DRAFT', actor: agent.id, note: `bulk ${i}` },
-        })),
-      },
-    ],
-  };
 }
 
 export function shardsSuite(h: ShardsHarness): void {
@@ -215,7 +200,7 @@ export function shardsSuite(h: ShardsHarness): void {
         const { version } = await createArtifact(inst.ctx, agent, { name: 'big', filename: 'f', body: bytesOf('x') });
         const id = version.artifact_id;
         inst.hook.calls.length = 0;
-        await commitAudited(inst.ctx, { [id]: await readHead(inst.ctx, id) }, bulkPlan(id, 60));
+        await commitAudited(inst.ctx, { [id]: await readHead(inst.ctx, id) }, bulkAuditPlan(id, 60));
         assert.equal(telemetryTransactions(inst.hook.calls).length, 1, 'one transaction');
         const c = await inst.queue.counters();
         assert.deepEqual([c.accepted, c.dropped], [61, 0]);
@@ -243,7 +228,7 @@ export function shardsSuite(h: ShardsHarness): void {
       inst.ctx.auditSinks.push({ opsFor: async () => ({ ops: [], fallback: [] }) });
       const { version } = await createArtifact(inst.ctx, agent, { name: 'edge', filename: 'f', body: bytesOf('x') });
       const id = version.artifact_id;
-      await commitAudited(inst.ctx, { [id]: await readHead(inst.ctx, id) }, bulkPlan(id, 94));
+      await commitAudited(inst.ctx, { [id]: await readHead(inst.ctx, id) }, bulkAuditPlan(id, 94));
       const c = await inst.queue.counters();
       assert.deepEqual([c.accepted, c.dropped], [95, 0]);
       await assertEveryShard(inst);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
-import { type AuditPlan, commitAudited, readHead } from '../../../src/audit/chain.ts';
+import { commitAudited, readHead } from '../../../src/audit/chain.ts';
 import { loadChain } from '../../../src/audit/history.ts';
 import { openCheckpoint } from '../../../src/audit/tlog/checkpoint.ts';
 import { acquireLease } from '../../../src/audit/tlog/lease.ts';
@@ -23,10 +23,10 @@ import { verifyArtifactAudit } from '../../../src/audit/verify.ts';
 import { listAll } from '../../../src/content/content-store.ts';
 import type { ManualClock } from '../../../src/core/clock.ts';
 import type { Digest } from '../../../src/core/digest.ts';
-import { transitionSk } from '../../../src/core/keys.ts';
 import { createArtifact } from '../../../src/lifecycle/artifacts.ts';
 import type { ServiceContext } from '../../../src/runtime/context.ts';
 import { installationSigner } from '../../../src/system/installation-key.ts';
+import { bulkAuditPlan } from '../../helpers/audit-plan.ts';
 import { bytesOf } from '../../helpers/tmp.ts';
 import { agent } from '../../helpers/walk.ts';
 
@@ -37,28 +37,13 @@ export interface SequencerHarness {
   runs: number;
 }
 
-function plan(artifactId: string, n: number): AuditPlan {
-  return {
-    chains: [
-      {
-        artifactId,
-        entries: Array.from({ length: n }, (_, i) => ({
-          type: 'transition' as const,
-          keys: (seq: number, ts: string) => ({ SK: transitionSk(ts, seq) }),
-          fields: { version: 1, from: 'DRAFT', to: 'DRAFT', actor: agent.id, note: `n ${i}` },
-        })),
-      },
-    ],
-  };
-}
-
 async function newArtifact(ctx: ServiceContext, name: string): Promise<string> {
   const { head } = await createArtifact(ctx, agent, { name, filename: 'a.sh', body: bytesOf(`echo ${name}`) });
   return head.artifact_id;
 }
 
 async function append(ctx: ServiceContext, id: string, n: number): Promise<void> {
-  await commitAudited(ctx, { [id]: await readHead(ctx, id) }, plan(id, n));
+  await commitAudited(ctx, { [id]: await readHead(ctx, id) }, bulkAuditPlan(id, n, 'n'));
 }
 
 /** Every chain entry of `ids` as `artifact:seq` → hash. */
