@@ -126,10 +126,19 @@ export interface QuorumStatus {
   met: boolean;
 }
 
-/** The effective policy in force now for the artifact, and the approvals of `v` that count under it. */
-export async function quorumStatus(ctx: ServiceContext, head: HeadItem, v: VersionItem, now: Date): Promise<QuorumStatus> {
+/**
+ * The effective policy in force now for the artifact, and the approvals of `v` that count under it
+ * (`approvals`: the artifact's decisions when the caller has read them already).
+ */
+export async function quorumStatus(
+  ctx: ServiceContext,
+  head: HeadItem,
+  v: VersionItem,
+  now: Date,
+  approvals?: ApprovalRecord[],
+): Promise<QuorumStatus> {
   const policy = effectivePolicy(await approvalPolicyInForce(ctx), head);
-  const counting = countingApprovals(await listApprovals(ctx, head.artifact_id), v, now, policy);
+  const counting = countingApprovals(approvals ?? (await listApprovals(ctx, head.artifact_id)), v, now, policy);
   return { policy, counting, met: counting.length >= policy.quorum };
 }
 
@@ -218,11 +227,12 @@ export async function decide(
     }
     const now = ctx.clock.now();
     const at = isoTimestamp(now);
-    const { policy, counting: current } = await quorumStatus(ctx, head, v, now);
+    const policy = effectivePolicy(await approvalPolicyInForce(ctx), head);
     const expiresAt = expiryOf(input, now, policy.max_approval_lifetime_ms);
     const contentHash = bound ?? v.content_hash;
     if (input.decision === 'APPROVE') {
       assertEvidence(policy, evidence);
+      const current = countingApprovals(await listApprovals(ctx, artifactId), v, now, policy);
       const [counted, reason] = countedWhenGiven(actor, v, contentHash, expiresAt, now, policy, current);
       const quorumReached = counted && current.length + 1 >= policy.quorum;
       const entry = approvalEntry(ctx, artifactId, {

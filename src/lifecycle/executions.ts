@@ -71,8 +71,8 @@ export async function startExecution(ctx: ServiceContext, actor: Principal, arti
     const v = await readVersion(ctx.items, artifactId, n);
     const now = ctx.clock.now();
     if (v.state === 'APPROVED') {
-      const { counting: valid, policy } = await quorumStatus(ctx, head, v, now);
-      if (valid.length < policy.quorum) {
+      const { counting: valid, policy, met } = await quorumStatus(ctx, head, v, now);
+      if (!met) {
         throw new Conflict(
           `version ${n} no longer has ${policy.quorum} valid approval(s) binding ${v.content_hash} under the installation approval policy (version ${policy.version}) (${valid.length} still count; the others expired or do not count under it); propose it again for fresh approvals: alp artifact propose ${artifactId} --version ${n} (HTTP: POST /v1/artifacts/${artifactId}/versions/${n}/transitions {"to":"PROPOSED"})`,
           { valid: valid.length, quorum: policy.quorum, policy_version: policy.version },

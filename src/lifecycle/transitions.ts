@@ -132,9 +132,9 @@ async function planProposal(
   // The proposer of the round: the installation policy may not count their own approval.
   const set = { proposal_round: target.proposal_round + 1, proposed_by: { id: actor.id, kind: actor.kind } };
   if (target.state !== 'APPROVED') return planMove(head, target, 'PROPOSED', 'manual', actor, at, { reason: why, set });
-  const { counting, policy } = await quorumStatus(ctx, head, target, ctx.clock.now());
+  const { counting, policy, met } = await quorumStatus(ctx, head, target, ctx.clock.now());
   const valid = counting.length;
-  if (valid >= policy.quorum) {
+  if (met) {
     throw new Conflict(
       `version ${target.version} is APPROVED with ${valid} valid approval(s) (quorum ${policy.quorum}); start its run instead`,
       {

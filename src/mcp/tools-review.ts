@@ -31,7 +31,7 @@ const NEXT: Partial<Record<string, string>> = {
 export async function versionStatus(ctx: ServiceContext, v: VersionItem): Promise<Record<string, unknown>> {
   const head = await readHead(ctx, v.artifact_id);
   const approvals = await listApprovals(ctx, v.artifact_id);
-  const status = await quorumStatus(ctx, head, v, ctx.clock.now());
+  const status = await quorumStatus(ctx, head, v, ctx.clock.now(), approvals);
   const counting = new Set(status.counting.map((a) => a.SK));
   const decisions = approvals
     .filter((a) => a.version === v.version)
