@@ -19,6 +19,7 @@
  * Every record is conditioned on CURRENT (key-log.ts), so processes racing to record the same key
  * write one entry; the loser reads the log again.
  */
+import { type Digest, digestHex } from '../core/digest.ts';
 import { ConditionFailed, Conflict, IntegrityError } from '../core/errors.ts';
 import type { KeyHistory, ServiceContext } from '../system/context.ts';
 import type { InstallationKeySource } from '../system/key-source.ts';
@@ -76,7 +77,7 @@ function signerOf(e: KeyEvent): Signer {
  * over the key file and opens it. Undefined when there is nothing to finish.
  */
 async function finishRotation(file: string, name: string, recorded: string): Promise<Signer | undefined> {
-  const pending = pendingKeyFile(file, recorded.replace(/^sha256:/, ''));
+  const pending = pendingKeyFile(file, digestHex(recorded as Digest));
   const key = await readKeyFile(pending);
   if (key) {
     if (keyFingerprint(rawEd25519PublicKey(key)) !== recorded)

@@ -18,9 +18,9 @@
  * key follow the rotation without trusting the storage. Signatures are pure Ed25519 over the
  * statement's UTF-8 bytes (its `_type` keeps them apart from DSSE's PAE and checkpoint notes).
  */
-import { createHash, verify } from 'node:crypto';
+import { verify } from 'node:crypto';
 import { canonicalJson } from '../core/canonical-json.ts';
-import type { Digest } from '../core/digest.ts';
+import { type Digest, sha256 } from '../core/digest.ts';
 import { KEY_CURRENT_SK, KEY_LOG_HEAD_SK, KEY_LOG_SK_PREFIX, KEYS_PK, keyLogSk } from '../core/keys.ts';
 import { cond, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
@@ -65,8 +65,8 @@ const KEY_LOG: ChainedLog = {
 const CURRENT_KEY = { PK: KEYS_PK, SK: KEY_CURRENT_SK };
 
 /** `sha256:` and the hex SHA-256 of the raw public key: a key's name in the log, and the `keyid` of the envelopes it signs. */
-export function keyFingerprint(publicKey: Uint8Array): string {
-  return `sha256:${createHash('sha256').update(publicKey).digest('hex')}`;
+export function keyFingerprint(publicKey: Uint8Array): Digest {
+  return sha256(publicKey);
 }
 
 /** The statement a key change signs: canonical JSON naming the new key and the one it replaces. */

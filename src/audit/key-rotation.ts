@@ -21,6 +21,7 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { promises as fs } from 'node:fs';
+import { digestHex } from '../core/digest.ts';
 import { ConditionFailed, Conflict, UsageError } from '../core/errors.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { forgetInstallationSigner, installationSigner } from '../system/installation-key.ts';
@@ -54,7 +55,7 @@ export async function rotateInstallationKey(ctx: ServiceContext, opts: RotateKey
   }
   const nextKey = generateKeyPairSync('ed25519').privateKey;
   const next = keySigner(old.name, nextKey);
-  const pending = pendingKeyFile(file, keyFingerprint(next.publicKey).replace(/^sha256:/, ''));
+  const pending = pendingKeyFile(file, digestHex(keyFingerprint(next.publicKey)));
   await writeKeyFileOnce(pending, nextKey);
   await opts.afterStep?.('pending');
   let entry: KeyEvent;

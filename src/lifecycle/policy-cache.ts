@@ -88,10 +88,3 @@ export function policyCacheOf<T>(items: ItemStore): PolicyCache<T> {
   }
   return cache as PolicyCache<T>;
 }
-
-/** Sets the node's cache TTL (a server's configuration, tests); drops what it held. */
-export function configurePolicyCache<T>(items: ItemStore, ttlMs: number): PolicyCache<T> {
-  const cache = new PolicyCache<unknown>(ttlMs);
-  caches.set(items, cache);
-  return cache as PolicyCache<T>;
-}

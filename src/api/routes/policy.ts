@@ -8,7 +8,14 @@
 import { Type } from '@sinclair/typebox';
 import { InvalidInput } from '../../core/errors.ts';
 import { resolveVersionRef } from '../../lifecycle/aliases.ts';
-import { readApprovalPolicy, SELF_APPROVAL, setApprovalPolicy } from '../../lifecycle/approval-policy.ts';
+import {
+  MAX_APPROVAL_TTL_MS,
+  MAX_EVIDENCE_PATTERN,
+  MAX_POLICY_RULES,
+  readApprovalPolicy,
+  SELF_APPROVAL,
+  setApprovalPolicy,
+} from '../../lifecycle/approval-policy.ts';
 import { reviewPolicy } from '../../lifecycle/review-policy.ts';
 import { principalOf } from '../auth.ts';
 import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
@@ -29,23 +36,23 @@ const SelfApprovalSchema = Type.Union(
 );
 const Lifetime = Type.Integer({
   minimum: 1000,
-  maximum: 365 * 86_400_000,
+  maximum: MAX_APPROVAL_TTL_MS,
   description: 'an approval counts at most this long after it was given',
 });
-const QuorumRules = Type.Array(Type.Object({ match: Match, quorum: Quorum }, closed), { maxItems: 50 });
+const QuorumRules = Type.Array(Type.Object({ match: Match, quorum: Quorum }, closed), { maxItems: MAX_POLICY_RULES });
 const EvidenceRules = Type.Array(
   Type.Object(
     {
       match: Match,
       pattern: Type.String({
         minLength: 1,
-        maxLength: 500,
+        maxLength: MAX_EVIDENCE_PATTERN,
         description: 'a JavaScript regular expression the WHOLE evidence reference must match',
       }),
     },
     closed,
   ),
-  { maxItems: 50 },
+  { maxItems: MAX_POLICY_RULES },
 );
 
 export const ApprovalPolicyDoc = Type.Object(
