@@ -14,14 +14,12 @@
  */
 
 import { ConditionFailed } from '../../core/errors.ts';
-import { artifactPk, pad, SEQ_DIGITS } from '../../core/keys.ts';
-import { shardOf } from '../../core/shard.ts';
-import { cond, type ItemKey, queryAll } from '../../store/item-store.ts';
+import { cond, type ItemKey } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { allHeads } from '../chain.ts';
 import { loadChain } from '../history.ts';
 import { TLOG_PK } from './lease.ts';
-import { isMarker, MARKER_SK_PREFIX, MARKER_TYPE, type Marker, markerKey, pendingGsiPk } from './markers.ts';
+import { markersOf, newMarker } from './markers.ts';
 
 export const BACKFILL_KEY: ItemKey = { PK: TLOG_PK, SK: 'BACKFILL' };
 const PIECE = 1000;
@@ -42,30 +40,19 @@ export async function ensureBackfilled(ctx: ServiceContext): Promise<number> {
 }
 
 async function backfillArtifact(ctx: ServiceContext, artifactId: string, auditSeq: number): Promise<number> {
-  const markers = (
-    await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: MARKER_SK_PREFIX }, consistent: true })
-  ).filter(isMarker);
+  const markers = await markersOf(ctx, artifactId);
   const upTo = Math.min(auditSeq, ...markers.map((m) => m.first_seq - 1));
   if (upTo < 1) return 0;
   const { entries } = await loadChain(ctx, artifactId);
-  const shard = shardOf(artifactId, ctx.layout.telemetry_shards);
   let written = 0;
   for (let first = 1; first <= upTo; first += PIECE) {
     const last = Math.min(upTo, first + PIECE - 1);
     const piece = entries.filter((e) => (e.seq as number) >= first && (e.seq as number) <= last);
     if (piece.length !== last - first + 1) continue; // a broken chain: audit verify names it; nothing to sequence reliably
-    const timestamp = piece[0]?.timestamp as string;
-    const marker: Marker = {
-      ...markerKey(artifactId, first),
-      type: MARKER_TYPE,
-      artifact_id: artifactId,
-      first_seq: first,
-      last_seq: last,
-      hashes: piece.map((e) => e.hash as string),
-      timestamp,
+    const hashes = piece.map((e) => e.hash as string);
+    const marker = {
+      ...newMarker(artifactId, first, hashes, piece[0]?.timestamp as string, ctx.layout.telemetry_shards),
       backfilled: true,
-      GSI1PK: pendingGsiPk(shard),
-      GSI1SK: `${timestamp}#${artifactId}#${pad(first, SEQ_DIGITS)}`,
     };
     try {
       await ctx.items.put(marker, { condition: cond.notExists() });

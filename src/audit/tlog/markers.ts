@@ -14,8 +14,8 @@
  */
 import { artifactPk, pad, SEQ_DIGITS } from '../../core/keys.ts';
 import { shardOf } from '../../core/shard.ts';
-import type { Item, ItemKey } from '../../store/item-store.ts';
-import type { AuditEvent } from '../../system/context.ts';
+import { type Item, type ItemKey, queryAll } from '../../store/item-store.ts';
+import type { AuditEvent, ServiceContext } from '../../system/context.ts';
 
 export const MARKER_SK_PREFIX = 'TLOGQ#';
 export const MARKER_TYPE = 'tlog_marker';
@@ -56,20 +56,49 @@ export function markersFor(events: readonly AuditEvent[], shards: number): Marke
   for (const [artifactId, list] of byChain) {
     list.sort((a, b) => (a.seq as number) - (b.seq as number));
     const first = list[0] as AuditEvent;
-    const firstSeq = first.seq as number;
-    out.push({
-      ...markerKey(artifactId, firstSeq),
-      type: MARKER_TYPE,
-      artifact_id: artifactId,
-      first_seq: firstSeq,
-      last_seq: (list[list.length - 1] as AuditEvent).seq as number,
-      hashes: list.map((e) => e.hash as string),
-      timestamp: first.timestamp,
-      GSI1PK: pendingGsiPk(shardOf(artifactId, shards)),
-      GSI1SK: `${first.timestamp}#${artifactId}#${pad(firstSeq, SEQ_DIGITS)}`,
-    });
+    out.push(
+      newMarker(
+        artifactId,
+        first.seq as number,
+        list.map((e) => e.hash as string),
+        first.timestamp,
+        shards,
+      ),
+    );
   }
   return out;
+}
+
+/** A pending marker: entries first_seq … first_seq + hashes.length − 1 of one chain, in its shard's GSI1 queue. */
+export function newMarker(artifactId: string, firstSeq: number, hashes: string[], timestamp: string, shards: number): Marker {
+  return {
+    ...markerKey(artifactId, firstSeq),
+    type: MARKER_TYPE,
+    artifact_id: artifactId,
+    first_seq: firstSeq,
+    last_seq: firstSeq + hashes.length - 1,
+    hashes,
+    timestamp,
+    GSI1PK: pendingGsiPk(shardOf(artifactId, shards)),
+    GSI1SK: `${timestamp}#${artifactId}#${pad(firstSeq, SEQ_DIGITS)}`,
+  };
+}
+
+/** Every marker of one chain (strongly consistent). */
+export async function markersOf(ctx: Pick<ServiceContext, 'items'>, artifactId: string): Promise<Marker[]> {
+  return (await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: MARKER_SK_PREFIX }, consistent: true })).filter(
+    isMarker,
+  );
+}
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The order a round takes pending markers in (commit timestamp, artifact, first seq): the rebuild of a
+ * restored installation must take them in exactly this order to reproduce STATE's root.
+ */
+export function markerOrder(a: Marker, b: Marker): number {
+  return cmp(a.timestamp, b.timestamp) || cmp(a.artifact_id, b.artifact_id) || a.first_seq - b.first_seq;
 }
 
 /** Whether markers are written (on unless ALP_TLOG_MARKERS=off: a benchmark's reference run). */
@@ -81,7 +110,7 @@ export function markersEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
  * What `alp audit verify` finds wrong with a chain's markers (`live`: the partition's other items):
  * a malformed marker, a marker whose hashes are not the chain's entries, markers that overlap, and an
  * entry after the first marker that no marker covers (an entry not written by an audit transaction).
- * Entries before the first marker predate markers (issue 20 item 1's backfill is not built).
+ * Entries before the first marker predate markers (the first round's backfill, backfill.ts, covers them).
  */
 export function markerProblems(entries: readonly Item[], live: readonly Item[]): Array<{ row: string; problem: string }> {
   const out: Array<{ row: string; problem: string }> = [];

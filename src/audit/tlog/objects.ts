@@ -6,7 +6,7 @@
  * bytes. They are read unverified (`readRaw`: no digest is recorded for them); what they hold is
  * checked against a signed root instead (a proof, or the root recomputed from them).
  */
-import type { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import type { ContentStore } from '../../content/content-store.ts';
 import { InvalidInput, NotFound } from '../../core/errors.ts';
 import { HASH_SIZE } from './merkle.ts';
@@ -21,16 +21,10 @@ export const bundleKey = (index: number, width: number) =>
   `${TLOG_PREFIX}tile/entries/${tilePath({ level: 0, index, width }).slice('tile/0/'.length)}`;
 export const manifestKey = (start: number) => `${TLOG_PREFIX}batches/${String(start).padStart(12, '0')}.json`;
 
-async function collect(stream: Readable): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const chunk of stream) parts.push(Buffer.from(chunk as Uint8Array));
-  return Buffer.concat(parts);
-}
-
 /** The object's bytes, or undefined when absent. */
 export async function readObject(content: ContentStore, key: string): Promise<Buffer | undefined> {
   try {
-    return await collect(await content.readRaw(key));
+    return await buffer(await content.readRaw(key));
   } catch (e) {
     if (e instanceof NotFound) return undefined;
     throw e;

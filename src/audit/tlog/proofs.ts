@@ -4,10 +4,8 @@
  * markers.ts). What `GET /v1/log/*` and `alp audit prove` answer. Hashes are base64, as in checkpoints.
  */
 import { InvalidInput, NotFound } from '../../core/errors.ts';
-import { artifactPk } from '../../core/keys.ts';
-import { queryAll } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
-import { isMarker, MARKER_SK_PREFIX } from './markers.ts';
+import { markersOf } from './markers.ts';
 import { auditLeafHash } from './merkle.ts';
 import { contentTileReader, readLeafEntries } from './objects.ts';
 import { readLogState } from './state.ts';
@@ -84,9 +82,7 @@ export async function locateEntry(
   artifactId: string,
   seq: number,
 ): Promise<{ artifact_id: string; seq: number; hash: string; leaf_index: number | null; pending: boolean }> {
-  const markers = (
-    await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: MARKER_SK_PREFIX }, consistent: true })
-  ).filter(isMarker);
+  const markers = await markersOf(ctx, artifactId);
   const m = markers.find((x) => x.first_seq <= seq && seq <= x.last_seq);
   if (!m)
     throw new NotFound(`entry ${seq} of ${artifactId} is not in the transparency log (no such entry, or written before the log existed)`);

@@ -12,7 +12,7 @@ import type { ContentStore } from '../../content/content-store.ts';
 import type { Digest } from '../../core/digest.ts';
 import { IntegrityError } from '../../core/errors.ts';
 import type { ServiceContext } from '../../system/context.ts';
-import { isMarker, type Marker } from './markers.ts';
+import { isMarker, type Marker, markerOrder } from './markers.ts';
 import { auditLeafHash, hashesEqual, rootOf } from './merkle.ts';
 import { bundlesAfter, contentTileReader, type LeafEntry, manifestKey, readObject, tileKey, writeObjects } from './objects.ts';
 import type { BatchManifest, LogState } from './state.ts';
@@ -76,19 +76,7 @@ export async function rebuildIfMissing(ctx: ServiceContext, state: LogState): Pr
   const gapStart = firstGap < 0 ? state.size : firstGap;
   const tail: BatchManifest['markers'] = [];
   let at = gapStart;
-  const pending = markers
-    .filter((m) => m.leaf_index === undefined)
-    .sort((a, b) =>
-      a.timestamp < b.timestamp
-        ? -1
-        : a.timestamp > b.timestamp
-          ? 1
-          : a.artifact_id < b.artifact_id
-            ? -1
-            : a.artifact_id > b.artifact_id
-              ? 1
-              : a.first_seq - b.first_seq,
-    );
+  const pending = markers.filter((m) => m.leaf_index === undefined).sort(markerOrder);
   for (const m of pending) {
     if (at >= state.size) break;
     tail.push({ artifact_id: m.artifact_id, first_seq: m.first_seq, last_seq: m.last_seq, leaf_start: at, hashes: m.hashes as Digest[] });

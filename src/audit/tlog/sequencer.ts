@@ -27,7 +27,7 @@ import { installationSigner } from '../../system/installation-key.ts';
 import { ensureBackfilled } from './backfill.ts';
 import { signCheckpoint } from './checkpoint.ts';
 import { type Lease, leaseCheck, STATE_KEY } from './lease.ts';
-import { isMarker, type Marker, markerKey, pendingGsiPk } from './markers.ts';
+import { isMarker, type Marker, markerKey, markerOrder, pendingGsiPk } from './markers.ts';
 import { auditLeafHash } from './merkle.ts';
 import { bundlesAfter, contentTileReader, manifestKey, readObject, tileKey, writeObject, writeObjects } from './objects.ts';
 import { notePresent, rebuildIfMissing } from './rebuild.ts';
@@ -91,12 +91,14 @@ export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOpt
   return { size, appended: leaves.length, ...(checkpoint ? { checkpoint } : {}) };
 }
 
+/** The markers of `keys` not yet given a leaf (one batchGet: the engines split it as they need). */
+async function unmarkedMarkers(ctx: ServiceContext, keys: ItemKey[]): Promise<Marker[]> {
+  return (await ctx.items.batchGet(keys)).filter((item): item is Marker => isMarker(item) && item.leaf_index === undefined);
+}
+
 async function unmarkedOf(ctx: ServiceContext, batch: BatchManifest): Promise<BatchManifest['markers']> {
   const keys = batch.markers.map((m) => markerKey(m.artifact_id, m.first_seq));
-  const unmarked = new Set<string>();
-  for (let i = 0; i < keys.length; i += 100)
-    for (const item of await ctx.items.batchGet(keys.slice(i, i + 100)))
-      if (isMarker(item) && item.leaf_index === undefined) unmarked.add(`${item.PK} ${item.SK}`);
+  const unmarked = new Set((await unmarkedMarkers(ctx, keys)).map((item) => `${item.PK} ${item.SK}`));
   return batch.markers.filter((m) => {
     const k = markerKey(m.artifact_id, m.first_seq);
     return unmarked.has(`${k.PK} ${k.SK}`);
@@ -158,12 +160,7 @@ export async function pendingMarkers(ctx: ServiceContext, maxLeaves: number): Pr
       cursor = page.cursor;
     } while (cursor && n < maxLeaves);
   }
-  const found: Marker[] = [];
-  for (let i = 0; i < keys.length; i += 100) {
-    for (const item of await ctx.items.batchGet(keys.slice(i, i + 100)))
-      if (isMarker(item) && item.leaf_index === undefined) found.push(item);
-  }
-  found.sort((a, b) => cmp(a.timestamp, b.timestamp) || cmp(a.artifact_id, b.artifact_id) || a.first_seq - b.first_seq);
+  const found = (await unmarkedMarkers(ctx, keys)).sort(markerOrder);
   const out: Marker[] = [];
   let leaves = 0;
   for (const m of found) {
@@ -173,8 +170,6 @@ export async function pendingMarkers(ctx: ServiceContext, maxLeaves: number): Pr
   }
   return out;
 }
-
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 async function signedNote(ctx: ServiceContext, size: number, root: Uint8Array): Promise<string | undefined> {
   const signer = await installationSigner(ctx).catch(() => undefined);
