@@ -65,10 +65,11 @@ export async function drainQueue(queue: TelemetryQueue, opts: DrainOptions): Pro
             acks.map((r) => ({ id: r.id, leaseToken: r.leaseToken })),
             opts.clock.now(),
           );
-    report.delivered += results.filter((r) => r.acknowledged).length;
+    const acknowledged = results.filter((r) => r.acknowledged).map((r) => r.id);
+    report.delivered += acknowledged.length;
     // A record whose lease was lost meanwhile (it expired and was reclaimed) is delivered again later.
-    report.refused += results.filter((r) => !r.acknowledged).length;
-    await settled.afterAck?.(results.filter((r) => r.acknowledged).map((r) => r.id));
+    report.refused += results.length - acknowledged.length;
+    await settled.afterAck?.(acknowledged);
     const defers = batch.flatMap((r) => {
       const delayMs = settled.defer.get(r.id);
       return delayMs === undefined ? [] : [{ id: r.id, leaseToken: r.leaseToken, delayMs }];

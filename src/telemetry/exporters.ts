@@ -9,7 +9,7 @@
  * Items: `TELX#exporters / {name}` (type `telemetry_exporter`), strongly consistent reads (a handful).
  */
 import { ConditionFailed, Conflict, InvalidInput } from '../core/errors.ts';
-import { cond, type ItemStore } from '../store/item-store.ts';
+import { cond, type ItemStore, queryAll } from '../store/item-store.ts';
 
 export const EXPORTERS_PK = 'TELX#exporters';
 const NAME_RE = /^[a-z][a-z0-9_.-]{0,63}$/;
@@ -30,7 +30,8 @@ function validName(name: string): string {
  * `details.reason: EXPORTER_REGISTERED`) — remove it first.
  */
 export async function registerExporter(items: ItemStore, name: string, at: Date): Promise<boolean> {
-  const other = (await registeredExporters(items)).find((e) => e.name !== validName(name));
+  const sk = validName(name);
+  const other = (await registeredExporters(items)).find((e) => e.name !== sk);
   if (other)
     throw new Conflict(
       `the pull exporter ${JSON.stringify(other.name)} is registered: one at a time (alp telemetry exporters remove ${other.name})`,
@@ -38,7 +39,7 @@ export async function registerExporter(items: ItemStore, name: string, at: Date)
     );
   try {
     await items.put(
-      { PK: EXPORTERS_PK, SK: validName(name), type: 'telemetry_exporter', name, registered_at: at.toISOString() },
+      { PK: EXPORTERS_PK, SK: sk, type: 'telemetry_exporter', name, registered_at: at.toISOString() },
       { condition: cond.notExists() },
     );
     return true;
@@ -60,12 +61,8 @@ export async function removeExporter(items: ItemStore, name: string): Promise<bo
 }
 
 export async function registeredExporters(items: ItemStore): Promise<RegisteredExporter[]> {
-  const out: RegisteredExporter[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await items.query({ pk: EXPORTERS_PK, consistent: true, ...(cursor ? { cursor } : {}) });
-    for (const i of page.items) out.push({ name: i.name as string, registered_at: i.registered_at as string });
-    cursor = page.cursor;
-  } while (cursor);
-  return out;
+  return (await queryAll(items, { pk: EXPORTERS_PK, consistent: true })).map((i) => ({
+    name: i.name as string,
+    registered_at: i.registered_at as string,
+  }));
 }

@@ -214,9 +214,9 @@ async function deliverClaim(
     .filter((v) => !v.ack)
     .map((v) => ({ id: v.record.id, leaseToken: v.record.leaseToken, delayMs: v.delayMs }));
   if (acks.length > 0) {
-    const acked = await opts.queue.acknowledgeAll(epoch, opts.owner, acks, now);
-    pass.report.acknowledged += acked.filter((a) => a.acknowledged).length;
-    await clearAcknowledged(ctx, settled, new Set(acked.filter((a) => a.acknowledged).map((a) => a.id)));
+    const acked = new Set((await opts.queue.acknowledgeAll(epoch, opts.owner, acks, now)).filter((a) => a.acknowledged).map((a) => a.id));
+    pass.report.acknowledged += acked.size;
+    await clearAcknowledged(ctx, settled, acked);
   }
   if (defers.length > 0) {
     const deferred = await opts.queue.deferAll(epoch, opts.owner, defers, now);
