@@ -23,11 +23,16 @@ export const DEFAULT_TLOG_BATCH_MS = 250;
 
 /** ALP_TLOG_BATCH_MS (default 250 ms): 0 … 10,000 ms between rounds asked for by commits. */
 export function tlogBatchMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.ALP_TLOG_BATCH_MS;
-  if (raw === undefined || raw === '') return DEFAULT_TLOG_BATCH_MS;
+  return msFromEnv(env, 'ALP_TLOG_BATCH_MS', DEFAULT_TLOG_BATCH_MS, 0, 10_000);
+}
+
+/** A whole number of milliseconds from `env[name]` within [min, max], `fallback` when unset; INVALID otherwise. */
+function msFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 0 || n > 10_000)
-    throw new InvalidInput(`ALP_TLOG_BATCH_MS must be 0–10000 ms, got ${JSON.stringify(raw)}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new InvalidInput(`${name} must be ${min}–${max} ms, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -47,12 +52,12 @@ export interface LogLoop {
 
 /** ALP_TLOG_INTERVAL_MS (default 1,000 ms): a whole number of milliseconds, 10 … 3,600,000. */
 export function tlogIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.ALP_TLOG_INTERVAL_MS;
-  if (raw === undefined || raw === '') return DEFAULT_TLOG_INTERVAL_MS;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 10 || n > 3_600_000)
-    throw new InvalidInput(`ALP_TLOG_INTERVAL_MS must be 10–3600000 ms, got ${JSON.stringify(raw)}`);
-  return n;
+  return msFromEnv(env, 'ALP_TLOG_INTERVAL_MS', DEFAULT_TLOG_INTERVAL_MS, 10, 3_600_000);
+}
+
+/** Both settings of the loop, read (and refused when wrong) together: a server reads them before it listens. */
+export function tlogSchedule(env: NodeJS.ProcessEnv = process.env): { intervalMs: number; batchMs: number } {
+  return { intervalMs: tlogIntervalMs(env), batchMs: tlogBatchMs(env) };
 }
 
 export function startLogLoop(

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { buildServer, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_MS, defaultLogger } from '../../api/server.ts';
-import { startLogLoop, tlogIntervalMs } from '../../runtime/tlog-loop.ts';
+import { startLogLoop, tlogSchedule } from '../../runtime/tlog-loop.ts';
 import { webhookSettings } from '../../webhooks/config.ts';
 import { startWebhookLoop } from '../../webhooks/loop.ts';
 import { parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
@@ -69,7 +69,7 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
   process.on('SIGINT', onSignal);
   try {
     const hooks = webhookSettings(process.env);
-    const tlogInterval = tlogIntervalMs(); // a bad ALP_TLOG_INTERVAL_MS refuses the start before anything listens
+    const schedule = tlogSchedule(); // a bad ALP_TLOG_INTERVAL_MS or ALP_TLOG_BATCH_MS refuses the start before anything listens
     const server = await buildServer(rt.ctx, {
       maxUploadBytes: o.maxUploadBytes,
       logger: defaultLogger(o.logLevel),
@@ -94,11 +94,9 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
       },
     );
     // The transparency log's sequencer: a round every ALP_TLOG_INTERVAL_MS and shortly after commits.
-    const tlog = startLogLoop(
-      rt.ctx,
-      { intervalMs: tlogInterval },
-      { onError: (err) => server.app.log.warn({ err }, 'transparency log round failed; retrying at the next interval') },
-    );
+    const tlog = startLogLoop(rt.ctx, schedule, {
+      onError: (err) => server.app.log.warn({ err }, 'transparency log round failed; retrying at the next interval'),
+    });
     const observers = (rt.ctx.commitObservers ??= []);
     observers.push(() => tlog.poke());
     const signal = await signalled;

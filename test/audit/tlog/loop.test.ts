@@ -6,8 +6,9 @@ import { createArtifact } from '../../../src/lifecycle/artifacts.ts';
 import { attachAuditSinks } from '../../../src/runtime/sinks.ts';
 import { startLogLoop, tlogBatchMs, tlogIntervalMs } from '../../../src/runtime/tlog-loop.ts';
 import { initInstallation } from '../../../src/system/installation.ts';
+import { runAlp } from '../../helpers/cli.ts';
 import { embeddedContext } from '../../helpers/context.ts';
-import { bytesOf } from '../../helpers/tmp.ts';
+import { bytesOf, tempDir } from '../../helpers/tmp.ts';
 import { agent } from '../../helpers/walk.ts';
 
 describe('transparency log loop', () => {
@@ -50,6 +51,17 @@ describe('transparency log loop', () => {
     assert.equal(tlogBatchMs({ ALP_TLOG_BATCH_MS: '0' }), 0);
     assert.throws(() => tlogBatchMs({ ALP_TLOG_BATCH_MS: '-1' }), /ALP_TLOG_BATCH_MS/);
     assert.throws(() => tlogBatchMs({ ALP_TLOG_BATCH_MS: '20000' }), /ALP_TLOG_BATCH_MS/);
+  });
+
+  it('alp start refuses a bad ALP_TLOG_BATCH_MS or ALP_TLOG_INTERVAL_MS before it listens (usage, not a server without its log)', {
+    timeout: 60_000,
+  }, async () => {
+    for (const env of [{ ALP_TLOG_BATCH_MS: 'soon' }, { ALP_TLOG_INTERVAL_MS: '5' }]) {
+      const r = await runAlp(['start', '--data', tempDir('alp-tlog-env'), '--port', '0'], { env });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, new RegExp(`${Object.keys(env)[0]} must be`));
+      assert.doesNotMatch(r.stdout, /listening|http:\/\//);
+    }
   });
 
   it('spaces the rounds commits ask for by batchMs: commits over ~300 ms of a 100 ms batch take a few rounds, not one each', async () => {
