@@ -77,6 +77,7 @@ export const ROUTES = {
   statusOperations: route('GET', '/v1/status/operations', 'read'),
   getPolicy: route('GET', '/v1/policy', 'read'),
   setPolicy: route('PUT', '/v1/policy', 'setApprovalPolicy'),
+  policyLog: route('GET', '/v1/policy/log', 'read'),
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteId = keyof typeof ROUTES;

@@ -13,6 +13,7 @@ import { inclusionAt, locateEntry, logCheckpoint } from '../audit/tlog/proofs.ts
 import type * as T from '../client/types.ts';
 import { NotFound } from '../core/errors.ts';
 import { listAliases, removeAlias, setAlias } from '../lifecycle/aliases.ts';
+import { approvalPolicyLog, readApprovalPolicy, setApprovalPolicy } from '../lifecycle/approval-policy.ts';
 import { decide } from '../lifecycle/approvals.ts';
 import { archiveArtifact } from '../lifecycle/archive.ts';
 import { headView, listArtifacts, openVersionContent, parseState, resolveVersion, showArtifact } from '../lifecycle/artifacts.ts';
@@ -23,6 +24,7 @@ import { addVersionOnce, createArtifactOnce } from '../lifecycle/idempotency.ts'
 import { addProvenance, inTotoStatement, provenanceStepView } from '../lifecycle/provenance.ts';
 import { queryIndex } from '../lifecycle/queries.ts';
 import { provenanceOf } from '../lifecycle/reads.ts';
+import { reviewPolicy } from '../lifecycle/review-policy.ts';
 import { searchArtifacts } from '../lifecycle/search.ts';
 import { transition, withdraw } from '../lifecycle/transitions.ts';
 import { collectRefs, verifyObjects } from '../lifecycle/verify-content.ts';
@@ -159,6 +161,13 @@ export function localBackend(rt: Runtime): Backend {
       const bar = progressBar('verify', rt.opts.json);
       return view(await verifyObjects(ctx, await collectRefs(ctx, id), bar).finally(() => bar.stop()));
     },
+    async policy(review) {
+      const state = await readApprovalPolicy(ctx);
+      return view(review ? { ...state, review: await reviewPolicy(ctx, actor, review.artifactId, review.version) } : state);
+    },
+    setPolicy: async (policy, o) =>
+      view(await setApprovalPolicy(ctx, actor, policy, { expectedVersion: o.expectedVersion, reason: o.reason })),
+    policyLog: async () => view({ events: await approvalPolicyLog(ctx) }),
   };
 }
 

@@ -168,5 +168,13 @@ export function remoteBackend(target: RemoteTarget): Backend {
         ...(input.namePrefix !== undefined ? { name_prefix: input.namePrefix } : {}),
         ...(input.state !== undefined ? { state: input.state } : {}),
       }),
+    policy: (review) => alp.policy(review ? { artifactId: artifactId(review.artifactId), version: review.version } : undefined),
+    // The server validates the document (a schema refusal is INVALID, as validateApprovalPolicy's is locally).
+    setPolicy: (policy, o) =>
+      alp.setPolicy(policy as T.ApprovalPolicyInput, {
+        expectedVersion: o.expectedVersion,
+        ...(o.reason !== undefined ? { reason: o.reason } : {}),
+      }),
+    policyLog: () => alp.policyLog(),
   };
 }

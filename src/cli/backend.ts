@@ -1,5 +1,5 @@
 /**
- * What the artifact, lifecycle, exec, provenance, history and query commands call: one interface with
+ * What the artifact, lifecycle, exec, provenance, history, query and policy commands call: one interface with
  * two implementations, chosen once per command from the global options (session.ts):
  *
  * - local (backend-local.ts): the services over the installation the storage options open;
@@ -116,4 +116,11 @@ export interface Backend extends TargetLookup {
   search(input: SearchInput): Promise<T.SearchPage>;
   /** Re-hashes every object the artifact names (ids only: `verify` takes no names). */
   verifyContent(id: string): Promise<T.Verification['content']>;
+
+  /** The approval policy in force; with a version, also what it means for that version and the caller (`review`). */
+  policy(review?: { artifactId: string; version: number }): Promise<T.PolicyState>;
+  /** Replaces the approval policy (humans and the local operator only), refused unless `expectedVersion` is in force. */
+  setPolicy(policy: Record<string, unknown>, opts: { expectedVersion: number; reason?: string | undefined }): Promise<T.PolicyState>;
+  /** The approval policy log, oldest first. */
+  policyLog(): Promise<T.PolicyLog>;
 }

@@ -114,8 +114,8 @@ export const COMMAND_OPERATIONS: Readonly<Record<string, Operation>> = {
 
 /**
  * The commands the remote CLI runs over HTTP when a server is selected (`--server`, ALP_URL, a
- * profile; remote.ts): every artifact, lifecycle, exec, provenance, history and query command, and
- * `verify ID` (the verification route). Every other command runs only where the storage is and is
+ * profile; remote.ts): every artifact, lifecycle, exec, provenance, history, query and policy command,
+ * and `verify ID` (the verification route). Every other command runs only where the storage is and is
  * refused (exit 2) when given a server.
  */
 export const REMOTE_COMMANDS: ReadonlySet<string> = new Set([
@@ -153,6 +153,9 @@ export const REMOTE_COMMANDS: ReadonlySet<string> = new Set([
   'query runs',
   'query provenance',
   'query compensations',
+  'policy show',
+  'policy set',
+  'policy log',
   'verify',
 ]);
 

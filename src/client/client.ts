@@ -137,6 +137,11 @@ export class AlpClient {
     return this.http.json({ route: 'setPolicy', json });
   }
 
+  /** The approval policy log: every change, oldest first, with who, when, before and after (hash-chained). */
+  policyLog(): Promise<T.PolicyLog> {
+    return this.http.json({ route: 'policyLog' });
+  }
+
   whoami(): Promise<T.WhoAmI> {
     return this.http.json({ route: 'whoami' });
   }

@@ -273,9 +273,12 @@ function changedSince(expected: number, now: number): Conflict {
   );
 }
 
-/** Every change, oldest first. */
-export async function approvalPolicyLog(ctx: ServiceContext): Promise<ApprovalPolicyLogEvent[]> {
+/** Every change, oldest first: the stored entries without their item keys (`alp policy log`, `GET /v1/policy/log`). */
+export async function approvalPolicyLog(ctx: Pick<ServiceContext, 'items'>): Promise<ApprovalPolicyLogEvent[]> {
   const out: ApprovalPolicyLogEvent[] = [];
-  for await (const e of readApprovalPolicyLog(ctx)) out.push(e);
+  for await (const e of readApprovalPolicyLog(ctx)) {
+    const { PK: _pk, SK: _sk, type: _type, ...entry } = e as ApprovalPolicyLogEvent & Record<string, unknown>;
+    out.push(entry as ApprovalPolicyLogEvent);
+  }
   return out;
 }

@@ -128,6 +128,7 @@ describe('HTTP API: authorization matrix (every route × every principal kind)',
     statusOperations: async () => ({ path: '/v1/status/operations' }),
     getPolicy: async () => ({ path: `/v1/policy?artifact_id=${await artifact('PROPOSED')}&version=1` }),
     setPolicy: async () => ({ path: '/v1/policy', opts: { json: { policy: { self_approval: 'not-counted' }, reason: 'authz' } } }),
+    policyLog: async () => ({ path: '/v1/policy/log' }),
     logCheckpoint: async () => {
       await sequenced();
       return { path: '/v1/log/checkpoint' };

@@ -157,6 +157,14 @@ describe('alp/client against a real server', () => {
     const policy = await human.setPolicy({ min_quorum: 1, self_approval: 'not-counted' }, { reason: 'walk-through' });
     assert.equal(policy.policy.self_approval, 'not-counted');
     assert.equal((await service.policy({ artifactId: id, version: 2 })).review?.quorum, 1);
+    // That was the default policy (nothing recorded); a real change is an entry of the policy log, which any reader reads.
+    const longer = await human.setPolicy({ max_approval_lifetime_ms: 30 * 86_400_000 }, { expectedVersion: 0, reason: 'walk-through' });
+    assert.deepEqual([policy.changed, longer.changed, longer.version], [false, true, 1]);
+    const changes = (await agent.policyLog()).events;
+    assert.deepEqual(
+      changes.map((e) => [e.version, e.by.kind, e.reason, e.before_hash, e.after_hash]),
+      [[1, 'human', 'walk-through', policy.hash, longer.hash]],
+    );
 
     // aliases (issue 20 item 6): humans move them; @prod is taken wherever a version is
     const aliased = await human.setAlias(id, 'prod', 2, 'release');

@@ -159,6 +159,16 @@ describe('the response schemas, checked by ajv against real answers', () => {
     assert.equal(set.json.policy.min_quorum, 1);
     const reviewed = await check('getPolicy', 200, `/v1/policy?artifact_id=${id}&version=2`, human);
     assert.equal(reviewed.json.review.quorum, 1);
+    // A real change (the one above was the default policy): an entry of the policy log.
+    const longer = await check('setPolicy', 200, '/v1/policy', {
+      ...human,
+      json: { policy: { max_approval_lifetime_ms: 30 * 86_400_000 } },
+    });
+    const changes = await check('policyLog', 200, '/v1/policy/log', agent);
+    assert.deepEqual(
+      changes.json.events.map((e: { version: number; after_hash: string }) => [e.version, e.after_hash]),
+      [[1, longer.json.hash]],
+    );
     // The transparency log (issue 20 item 1), once a round sequenced what the walk-through wrote.
     await checkpointNow(h.ctx);
     const located = await check('logEntry', 200, `/v1/log/entry?artifact=${id}&seq=1`, agent);

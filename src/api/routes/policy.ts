@@ -1,14 +1,16 @@
 /**
  * The installation approval policy (issue 20 item 4): `GET /v1/policy` (anyone who reads; with
  * `artifact_id` and `version`, also what the policy means for that version and the caller — the web
- * UI's review form) and `PUT /v1/policy` (humans only: the access table's setApprovalPolicy; every
- * change is an entry of the hash-chained approval policy log). The schemas live beside the routes, as
- * the status routes' do.
+ * UI's review form), `PUT /v1/policy` (humans only: the access table's setApprovalPolicy; every
+ * change is an entry of the hash-chained approval policy log) and `GET /v1/policy/log` (that log, for
+ * anyone who may read the policy: who changed it, when, before and after — `alp policy log`). The
+ * schemas live beside the routes, as the status routes' do.
  */
 import { Type } from '@sinclair/typebox';
 import { InvalidInput } from '../../core/errors.ts';
 import { resolveVersionRef } from '../../lifecycle/aliases.ts';
 import {
+  approvalPolicyLog,
   MAX_APPROVAL_TTL_MS,
   MAX_EVIDENCE_PATTERN,
   MAX_POLICY_RULES,
@@ -19,7 +21,7 @@ import {
 import { reviewPolicy } from '../../lifecycle/review-policy.ts';
 import { principalOf } from '../auth.ts';
 import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
-import { ArtifactId, Digest, PrincipalSchema, VersionRefParam } from '../schemas.ts';
+import { ArtifactId, Digest, PrincipalSchema, Timestamp, VersionRefParam } from '../schemas.ts';
 
 const closed = { additionalProperties: false } as const;
 const Quorum = Type.Integer({ minimum: 1, maximum: 10 });
@@ -122,9 +124,33 @@ export const PolicyBody = Type.Object(
   closed,
 );
 
+export const PolicyLogEvent = Type.Object(
+  {
+    seq: Type.Integer({ minimum: 1 }),
+    timestamp: Timestamp,
+    version: Type.Integer({ minimum: 1, description: 'the policy version this change made (= seq)' }),
+    before: ApprovalPolicyDoc,
+    after: ApprovalPolicyDoc,
+    before_hash: Digest,
+    after_hash: Digest,
+    by: PrincipalSchema,
+    reason: Type.Optional(Type.String()),
+    prev_hash: Type.Union([Digest, Type.Null()]),
+    hash: Digest,
+  },
+  { ...closed, description: 'an entry of the approval policy log (hash-chained; docs/audit-format.md)' },
+);
+export const PolicyLog = Type.Object(
+  {
+    events: Type.Array(PolicyLogEvent, { description: 'every change of the policy, oldest first; empty: the defaults were never changed' }),
+  },
+  closed,
+);
+
 export const POLICY_CONTRACT = {
   getPolicy: { schema: { querystring: PolicyQuery, response: { 200: PolicyState } } },
   setPolicy: { schema: { body: PolicyBody, response: { 200: PolicyState } } },
+  policyLog: { schema: { response: { 200: PolicyLog } } },
 } as const;
 
 export function policyRoutes(api: Api): AnyRouteDef[] {
@@ -155,6 +181,15 @@ export function policyRoutes(api: Api): AnyRouteDef[] {
       schema: POLICY_CONTRACT.setPolicy.schema,
       handler: async (req) =>
         setApprovalPolicy(ctx, principalOf(req), req.body.policy, { expectedVersion: req.body.expected_version, reason: req.body.reason }),
+    }),
+    defineRoute({
+      id: 'policyLog',
+      summary: 'The approval policy log: every change of the policy, oldest first',
+      description:
+        'Each entry: who changed the policy and when, the whole policy before and after with their hashes, the reason given, and the entry’s hash chain (`prev_hash`, `hash`; `alp audit verify` checks it). Readable by anyone who may read the policy.',
+      tags: ['policy'],
+      schema: POLICY_CONTRACT.policyLog.schema,
+      handler: async () => ({ events: await approvalPolicyLog(ctx) }),
     }),
   ];
 }

@@ -2,7 +2,9 @@
  * `alp policy show|set|log` (issue 20 item 4): the installation approval policy. Reading is anyone's;
  * `set` is a human's or the local operator's (the access table's setApprovalPolicy: an agent token is
  * refused, exit 6 FORBIDDEN) and records an entry of the approval policy log with the policy before
- * and after. They run where the storage is; over HTTP the same is `GET`/`PUT /v1/policy`.
+ * and after. Locally or with `--server` (through the Backend, like the artifact commands): over HTTP
+ * they are `GET /v1/policy`, `PUT /v1/policy` (the server refuses a non-human token: 403, exit 6) and
+ * `GET /v1/policy/log`, with the same output.
  *
  * Rule selectors (`--quorum-for`, `--require-evidence`): `*` (every artifact), `kind=K`,
  * `label:KEY=VALUE`, several joined by `,` (all must hold), then `:` and the value — a quorum, or the
@@ -11,19 +13,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import type * as T from '../../client/types.ts';
 import { parseDuration } from '../../core/clock.ts';
 import { UsageError } from '../../core/errors.ts';
-import {
-  type ApprovalPolicy,
-  type ApprovalPolicyState,
-  approvalPolicyLog,
-  DEFAULT_APPROVAL_POLICY,
-  type PolicyMatch,
-  readApprovalPolicy,
-  setApprovalPolicy,
-} from '../../lifecycle/approval-policy.ts';
-import { reviewPolicy } from '../../lifecycle/review-policy.ts';
-import { actingPrincipal, output, parseIntOption, withRuntime } from '../runtime.ts';
+import { DEFAULT_APPROVAL_POLICY, type PolicyMatch } from '../../lifecycle/approval-policy.ts';
+import { output, parseIntOption } from '../runtime.ts';
+import { withBackend } from '../session.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -62,7 +57,7 @@ function durationText(ms: number): string {
   return ms % day === 0 ? `${ms / day}d` : ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${ms} ms`;
 }
 
-function policyLines(s: ApprovalPolicyState): string[] {
+function policyLines(s: T.PolicyState): string[] {
   const p = s.policy;
   return [
     `version ${s.version}${s.version === 0 ? ' (never set: the defaults)' : ` by ${s.updated_by?.id} at ${s.updated_at}`}  ${s.hash}`,
@@ -104,7 +99,7 @@ async function readPolicyFile(file: string): Promise<Record<string, unknown>> {
 }
 
 /** The policy `set` writes: the base (the file, the defaults with --reset, else the policy in force) with the flags applied. */
-async function desiredPolicy(current: ApprovalPolicy, o: SetFlags): Promise<Record<string, unknown>> {
+async function desiredPolicy(current: T.PolicyState['policy'], o: SetFlags): Promise<Record<string, unknown>> {
   const base: Record<string, unknown> = o.file ? await readPolicyFile(o.file) : { ...(o.reset ? DEFAULT_APPROVAL_POLICY : current) };
   const quorum = parseIntOption('--quorum', o.quorum, { min: 1, max: 10 });
   if (quorum !== undefined) base.min_quorum = quorum;
@@ -139,12 +134,12 @@ export function registerPolicyCommands(program: Command): void {
     .option('--artifact <id>', 'an artifact id')
     .option('--version <n>', 'its version')
     .action(async (o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const state = await readApprovalPolicy(rt.ctx);
+      withBackend(cmd, async (b, opts) => {
         if ((o.artifact === undefined) !== (o.version === undefined)) throw new UsageError('give --artifact and --version together');
         const n = parseIntOption('--version', o.version, { min: 1 });
-        const review = o.artifact && n ? await reviewPolicy(rt.ctx, await actingPrincipal(rt), o.artifact, n) : undefined;
-        output(rt.opts, review ? { ...state, review } : state, () => [
+        const state = await b.policy(o.artifact && n ? { artifactId: o.artifact, version: n } : undefined);
+        const { review } = state;
+        output(opts, state, () => [
           ...policyLines(state),
           ...(review
             ? [
@@ -180,13 +175,12 @@ export function registerPolicyCommands(program: Command): void {
     .option('--expected-version <n>', 'refuse unless this policy version is in force (exit 4)')
     .option('--reason <text>', 'why (kept in the approval policy log)')
     .action(async (o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const actor = await actingPrincipal(rt);
-        const current = await readApprovalPolicy(rt.ctx);
+      withBackend(cmd, async (b, opts) => {
+        const current = await b.policy();
         const desired = await desiredPolicy(current.policy, o as SetFlags);
         const expected = parseIntOption('--expected-version', o.expectedVersion, { min: 0 }) ?? current.version;
-        const r = await setApprovalPolicy(rt.ctx, actor, desired, { expectedVersion: expected, reason: o.reason });
-        output(rt.opts, r, () => [
+        const r = await b.setPolicy(desired, { expectedVersion: expected, reason: o.reason });
+        output(opts, r, () => [
           r.changed ? `approval policy version ${r.version} in force` : 'unchanged (that policy is in force)',
           ...policyLines(r),
         ]);
@@ -196,9 +190,9 @@ export function registerPolicyCommands(program: Command): void {
     .command('log')
     .description('every change of the policy, with before and after (hash-chained; alp audit verify checks it)')
     .action(async (_o, cmd: Command) =>
-      withRuntime(cmd, async (rt) => {
-        const events = await approvalPolicyLog(rt.ctx);
-        output(rt.opts, { events }, () =>
+      withBackend(cmd, async (b, opts) => {
+        const { events } = await b.policyLog();
+        output(opts, { events }, () =>
           events.length === 0
             ? ['no changes: the default policy is in force']
             : events.map(
