@@ -10,22 +10,24 @@
  * 3. the pending file is renamed over the key file (the old private key is gone: ALP never signs with
  *    a retired key, and its public key stays in the log for verifying what it signed).
  *
- * A crash before 2 leaves the old key in use and nothing recorded (the pending file is never used;
- * it may be deleted). A crash after 2 leaves the log naming the pending key: the next open of the
- * key (key-history.ts) renames it into place. Other processes holding the old key (a running
- * `alp start`) check the log's CURRENT before each signature and reopen (system/installation-key.ts).
+ * A crash before 2 leaves the old key in use and nothing recorded: the pending file is never used,
+ * and an open of the key (key-history.ts sweepPendingKeys) removes it once it is older than
+ * PENDING_KEY_GRACE_MS (younger, it may be this step of a rotation still running elsewhere). A crash
+ * after 2 leaves the log naming the pending key: the next open of the key (key-history.ts) renames it
+ * into place. Other processes holding the old key (a running `alp start`) check the log's CURRENT
+ * before each signature and reopen (system/installation-key.ts).
  *
  * A key named by ALP_SIGNING_KEY or supplied by the host is not ALP's to replace (every node shares
  * it): it is rotated at its source, and the first open of the new key records KEY_ROTATED, not
  * cross-signed (key-history.ts).
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { digestHex } from '../core/digest.ts';
 import { ConditionFailed, Conflict, UsageError } from '../core/errors.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { forgetInstallationSigner, installationSigner } from '../system/installation-key.ts';
-import { keySigner, pendingKeyFile, promotePendingKey, writeKeyFileOnce } from '../system/signing-key.ts';
+import { keySigner, pendingKeyFile, promotePendingKey, rawEd25519PublicKey, readKeyFile, writeKeyFileOnce } from '../system/signing-key.ts';
 import { commitKeyChange, type KeyEvent, keyChangeDraft, keyFingerprint } from './key-log.ts';
 
 /** The steps of a rotation, for a test to stop it after one (a crash). */
@@ -42,6 +44,20 @@ export interface RotatedKey {
   previous_fingerprint: string;
   fingerprint: string;
   entry: KeyEvent;
+}
+
+/**
+ * Moves the recorded key into place. Its pending file may be gone by now: another process's open
+ * promoted it (the key file holds the recorded key: done), or an open swept it as unrecorded while
+ * this rotation stalled between writing and recording it for longer than PENDING_KEY_GRACE_MS — then
+ * it is written again from the key this process still holds, so the recorded key is never lost.
+ */
+async function promoteRecorded(pending: string, file: string, key: KeyObject, fingerprint: string): Promise<void> {
+  if (await promotePendingKey(pending, file)) return;
+  const inPlace = await readKeyFile(file);
+  if (inPlace && keyFingerprint(rawEd25519PublicKey(inPlace)) === fingerprint) return;
+  await writeKeyFileOnce(pending, key);
+  await promotePendingKey(pending, file);
 }
 
 export async function rotateInstallationKey(ctx: ServiceContext, opts: RotateKeyOptions): Promise<RotatedKey> {
@@ -68,7 +84,7 @@ export async function rotateInstallationKey(ctx: ServiceContext, opts: RotateKey
     throw new Conflict('the installation key changed while it was being rotated: run `alp keys rotate` again', { reason: 'KEY_CHANGED' });
   }
   await opts.afterStep?.('recorded');
-  await promotePendingKey(pending, file);
+  await promoteRecorded(pending, file, nextKey, entry.fingerprint);
   forgetInstallationSigner(ctx);
   return { previous_fingerprint: keyFingerprint(old.publicKey), fingerprint: entry.fingerprint, entry };
 }

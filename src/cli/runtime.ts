@@ -91,7 +91,10 @@ export async function openRuntime(cmd: Command): Promise<Runtime> {
   const clock = new ChosenClock();
   // Only the commands that create an installation (init, start, restore) may find none; every other
   // command refuses with NOT_FOUND instead of creating ./alp-data where it happens to run.
-  const { ctx, close } = await openInstallation(config, clock, { ifMissing: createsInstallation(cmd) ? 'create' : 'refuse' });
+  const { ctx, close } = await openInstallation(config, clock, {
+    ifMissing: createsInstallation(cmd) ? 'create' : 'refuse',
+    warn: (message) => process.stderr.write(`alp: warning: ${oneLine(message)}\n`),
+  });
   try {
     const caller = await resolveCaller(ctx, opts);
     assertMay(operationOf(cmd), caller);

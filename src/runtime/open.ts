@@ -63,6 +63,8 @@ export interface OpenOptions {
    * (runtime/signing.ts).
    */
   signer?: SignerFactory;
+  /** Where the services say what they repaired on their own (ServiceContext.warn); default: nowhere. */
+  warn?: (message: string) => void;
 }
 
 export async function openInstallation(config: StorageConfig, clock: Clock, opts: OpenOptions = {}): Promise<OpenInstallation> {
@@ -90,7 +92,14 @@ export async function openInstallation(config: StorageConfig, clock: Clock, opts
     throw refuse && tableMissing(e) ? noInstallation(config) : e;
   });
   const layout = await layoutToOpen(items, config);
-  const ctx = createContext({ items, content, clock, layout, ...(signingKey ? { signingKey } : {}) });
+  const ctx = createContext({
+    items,
+    content,
+    clock,
+    layout,
+    ...(signingKey ? { signingKey } : {}),
+    ...(opts.warn ? { warn: opts.warn } : {}),
+  });
   await attachAuditSinks(ctx);
   return {
     ctx,

@@ -58,6 +58,12 @@ export interface ServiceContext {
    * transparency-log loop asks for a round). Observation only; never counted as a sink.
    */
   commitObservers?: Array<(entries: readonly Item[]) => void>;
+  /**
+   * Told, as one line, about something the services repaired on their own that an operator should
+   * know (a leftover pending signing key removed: audit/key-history.ts). The CLI writes it on stderr
+   * as `alp: warning: …`; absent, nothing is said.
+   */
+  warn?: (message: string) => void;
 }
 
 /** How an opened installation signer is held to the key history (audit/key-history.ts). */

@@ -7,7 +7,9 @@
  *   and what the old key signed still verifies with it; new envelopes carry the new keyid;
  * - a process that opened the key before the rotation signs with the new key afterwards;
  * - a crash after each step leaves either the old key with nothing recorded or the new key recorded
- *   (the next open finishes the rename);
+ *   (the next open finishes the rename); a pending key left unrecorded is removed by an open once it
+ *   is older than PENDING_KEY_GRACE_MS (said on the CLI's stderr), the current key untouched; a
+ *   rotation whose pending key vanished before the rename writes it again;
  * - a key source that changes its key (ALP_SIGNING_KEY, a host signer) records KEY_ROTATED not
  *   cross-signed, a retired key is refused, and `alp keys rotate` refuses such a source;
  * - `alp audit verify` detects an edited key log, a forged cross-signature and a moved CURRENT.
@@ -20,6 +22,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { IN_TOTO_PAYLOAD_TYPE, openEnvelope } from '../../../src/audit/dsse.ts';
 import { keyFingerprint, signStatement } from '../../../src/audit/installation-keys.ts';
+import { PENDING_KEY_GRACE_MS } from '../../../src/audit/key-history.ts';
 import { keyStatement, readKeyLog } from '../../../src/audit/key-log.ts';
 import { rotateInstallationKey } from '../../../src/audit/key-rotation.ts';
 import { verifyAllAudit } from '../../../src/audit/verify-all.ts';
@@ -64,6 +67,25 @@ async function withOpen<T>(data: string, fn: (ctx: ServiceContext) => Promise<T>
 const keyFile = (data: string) => path.join(data, 'keys', 'installation.ed25519.pem');
 const pendingDir = (data: string) => path.join(data, 'keys', 'pending');
 const fingerprintOf = async (ctx: ServiceContext) => keyFingerprint((await installationSigner(ctx)).publicKey);
+const pendingKeys = (data: string) => fs.readdirSync(pendingDir(data)).filter((n) => n.endsWith('.ed25519.pem'));
+/** Makes the pending files look as old as a crash's leftover past the grace period. */
+const age = (data: string) => {
+  const then = new Date(Date.now() - PENDING_KEY_GRACE_MS - 60_000);
+  for (const n of fs.readdirSync(pendingDir(data))) fs.utimesSync(path.join(pendingDir(data), n), then, then);
+};
+/** A rotation that stops (a crash) after `step`, leaving what it wrote. */
+const crashAfter = (data: string, step: 'pending' | 'recorded') =>
+  withOpen(data, (ctx) =>
+    assert.rejects(
+      rotateInstallationKey(ctx, {
+        by: OPERATOR,
+        afterStep: (s) => {
+          if (s === step) throw new Error('crash');
+        },
+      }),
+      /crash/,
+    ),
+  );
 
 /** Ed25519 verification by python3-cryptography (fails, never skips, without it). */
 function pythonVerifies(publicKeyB64: string, message: string, signatureB64: string): boolean {
@@ -198,29 +220,61 @@ describe('installation key rotation (SQLite)', () => {
     }
   });
 
-  it('a crash after writing the pending key: the old key stays in use, nothing recorded', async () => {
+  it('a crash after writing the pending key: the old key stays in use, nothing recorded; an open removes the leftover once it is old', async () => {
     const data = path.join(tempDir('alp-rotate-crash1'), 'data');
     const old = await withOpen(data, fingerprintOf);
-    await withOpen(data, (ctx) =>
-      assert.rejects(
-        rotateInstallationKey(ctx, {
-          by: OPERATOR,
-          afterStep: (step) => {
-            if (step === 'pending') throw new Error('crash');
-          },
-        }),
-        /crash/,
-      ),
+    const oldPem = fs.readFileSync(keyFile(data), 'utf8');
+    await crashAfter(data, 'pending');
+    const [leftover] = pendingKeys(data);
+    assert.ok(leftover, 'the crash left the unrecorded pending key');
+    const warnings: string[] = [];
+    const warn = (m: string) => warnings.push(m);
+    // Young, it may be a rotation in another process between writing and recording it: left alone.
+    await withOpen(data, async (ctx) => assert.equal(await fingerprintOf(ctx), old), { warn });
+    assert.deepEqual([pendingKeys(data), warnings], [[leftover], []]);
+    // Past the grace period it is a crash's leftover: the next open removes it, and says so.
+    age(data);
+    await withOpen(
+      data,
+      async (ctx) => {
+        assert.equal(await fingerprintOf(ctx), old, 'the current key is unchanged');
+        assert.equal((await readKeyLog(ctx)).length, 1, 'nothing recorded');
+        assert.equal((await verifyAllAudit(ctx)).ok, true);
+      },
+      { warn },
     );
-    assert.equal(fs.readdirSync(pendingDir(data)).length, 1, 'the unused pending key is left');
+    assert.deepEqual(fs.readdirSync(pendingDir(data)), [], 'the leftover is gone');
+    assert.equal(fs.readFileSync(keyFile(data), 'utf8'), oldPem, 'the key file is untouched');
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(
+      warnings[0] as string,
+      new RegExp(`removed .*${leftover.replace(/\./g, '\\.')}: a pending signing key no rotation recorded`),
+    );
+    assert.match(warnings[0] as string, new RegExp(`the installation key is unchanged \\(${old}\\)`));
     await withOpen(data, async (ctx) => {
-      assert.equal(await fingerprintOf(ctx), old);
-      assert.equal((await readKeyLog(ctx)).length, 1);
-      assert.equal((await verifyAllAudit(ctx)).ok, true);
-      // A later rotation is not disturbed by the leftover.
+      // A later rotation is not disturbed by the leftover having been there.
       await rotateInstallationKey(ctx, { by: OPERATOR });
       assert.equal((await readKeyLog(ctx)).length, 2);
     });
+    assert.deepEqual(fs.readdirSync(pendingDir(data)), []);
+  });
+
+  it('the CLI says on stderr that it removed an unrecorded pending key, and prints its document as usual', async () => {
+    const data = path.join(tempDir('alp-rotate-crash-cli'), 'data');
+    const old = await withOpen(data, fingerprintOf);
+    await crashAfter(data, 'pending');
+    const [leftover] = pendingKeys(data);
+    age(data);
+    const r = await captureCli(['keys', 'show', '--data', data, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).keys[0].fingerprint, old);
+    assert.match(
+      r.stderr,
+      new RegExp(`^alp: warning: removed \\S*${leftover?.replace(/\./g, '\\.')}: a pending signing key no rotation recorded`, 'm'),
+    );
+    assert.deepEqual(fs.readdirSync(pendingDir(data)), []);
+    const again = await captureCli(['keys', 'show', '--data', data, '--json']);
+    assert.equal(again.stderr, '', 'said once: nothing left to remove');
   });
 
   it('a crash after recording the rotation: the next open finishes it and signs with the recorded key', async () => {
@@ -248,6 +302,50 @@ describe('installation key rotation (SQLite)', () => {
     });
     assert.notEqual(fs.readFileSync(keyFile(data), 'utf8'), oldPem, 'the open renamed the pending key into place');
     assert.deepEqual(fs.readdirSync(pendingDir(data)), []);
+  });
+
+  it('both leftovers at once, old: the recorded rotation is finished (never swept), the unrecorded key removed', async () => {
+    const data = path.join(tempDir('alp-rotate-crash-both'), 'data');
+    await withOpen(data, fingerprintOf);
+    await crashAfter(data, 'pending');
+    const [unrecorded] = pendingKeys(data);
+    await crashAfter(data, 'recorded');
+    assert.equal(pendingKeys(data).length, 2, 'two pending keys: one recorded, one not');
+    age(data);
+    const warnings: string[] = [];
+    await withOpen(
+      data,
+      async (ctx) => {
+        const log = await readKeyLog(ctx);
+        assert.equal(log.length, 2);
+        assert.notEqual(`${String(log[1]?.fingerprint).slice('sha256:'.length)}.ed25519.pem`, unrecorded);
+        assert.equal(await fingerprintOf(ctx), log[1]?.fingerprint, 'the recorded key signs');
+        assert.equal((await signStatement(ctx, STATEMENT)).signatures[0]?.keyid, log[1]?.fingerprint);
+      },
+      { warn: (m) => warnings.push(m) },
+    );
+    assert.deepEqual(fs.readdirSync(pendingDir(data)), [], 'one promoted, the other removed');
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(warnings[0] as string, /no rotation recorded/);
+  });
+
+  it('a rotation whose pending key vanished before the rename (a sweep, another process) writes it again from memory', async () => {
+    const data = path.join(tempDir('alp-rotate-vanished'), 'data');
+    const old = await withOpen(data, fingerprintOf);
+    const rotated = await withOpen(data, (ctx) =>
+      rotateInstallationKey(ctx, {
+        by: OPERATOR,
+        afterStep: (step) => {
+          if (step === 'recorded') for (const n of pendingKeys(data)) fs.rmSync(path.join(pendingDir(data), n));
+        },
+      }),
+    );
+    assert.equal(rotated.previous_fingerprint, old);
+    assert.deepEqual(fs.readdirSync(pendingDir(data)), []);
+    await withOpen(data, async (ctx) => {
+      assert.equal(await fingerprintOf(ctx), rotated.fingerprint, 'the recorded key is in the key file');
+      assert.equal((await verifyAllAudit(ctx)).ok, true);
+    });
   });
 
   it('a host signer (or ALP_SIGNING_KEY) that changes its key: KEY_ROTATED not cross-signed; a retired key is refused; keys rotate refuses the source', async () => {
