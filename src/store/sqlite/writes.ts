@@ -80,6 +80,7 @@ export class SqliteWrites {
         'INSERT INTO items (PK, SK, GSI1PK, GSI1SK, attrs) VALUES (?, ?, ?, ?, ?) ON CONFLICT (PK, SK) DO UPDATE SET GSI1PK = excluded.GSI1PK, GSI1SK = excluded.GSI1SK, attrs = excluded.attrs',
       ),
       del: db.prepare<[string, string]>('DELETE FROM items WHERE PK = ? AND SK = ?'),
+      setAttrs: db.prepare<[string, string, string]>('UPDATE items SET attrs = ? WHERE PK = ? AND SK = ?'),
     };
   }
 
@@ -115,7 +116,11 @@ export class SqliteWrites {
     if (op.op === 'update') {
       const current = this.read(op.key);
       if (op.condition && !evaluateCondition(op.condition, current)) return false;
-      this.store(applyUpdate(op.key, current, op.update), written);
+      const next = applyUpdate(op.key, current, op.update);
+      if (current && current.GSI1PK === next.GSI1PK && current.GSI1SK === next.GSI1SK) {
+        this.stmts.setAttrs.run(attrsJson(next), next.PK, next.SK);
+        written.push({ PK: next.PK, SK: next.SK });
+      } else this.store(next, written);
       return true;
     }
     const key = op.op === 'put' ? op.item : op.key;
