@@ -5,8 +5,9 @@
  * `commitAudited`: one transaction holding the domain writes, the audit items of one or more artifact
  * chains, each HEAD update (conditioned on the sequence it read), the registered publish checks
  * (ctx.publishChecks: the retention guard), the maintenance-fence check (system/fence.ts) and the
- * registered audit sinks' operations (ctx.auditSinks: telemetry), and one transparency-log pending
- * marker per chain (tlog/markers.ts).
+ * registered audit sinks' operations (ctx.auditSinks: telemetry), and each chain's transparency-log
+ * record: its entries' hashes queued on its HEAD, flagged pending, or moved with the queue into a pending
+ * marker when it is full (tlog/markers.ts).
  */
 import { isoTimestamp } from '../core/clock.ts';
 import type { Digest } from '../core/digest.ts';
@@ -20,7 +21,7 @@ import { fenceCheck } from '../system/fence.ts';
 import { type AuditType, auditHash } from './hash.ts';
 import { assertPolicyBound } from './policy.ts';
 import { commitWithSinks, sinkOpsFor } from './sink-commit.ts';
-import { markersFor } from './tlog/markers.ts';
+import { queueAppend } from './tlog/markers.ts';
 
 export { AUDIT_TYPES, type AuditType, auditHash, hashedPart, isAuditType, RESERVATION_PREFIX, VIEW_FIELDS } from './hash.ts';
 
@@ -59,7 +60,7 @@ const MAX_HEAD_RETRIES = 10;
 
 /**
  * Operations every audit transaction adds beyond the plan's ops and entries: the HEAD update, the
- * transparency log's pending marker of that chain (tlog/markers.ts), the maintenance-fence check and
+ * transparency log's pending marker of that chain when its HEAD queue is full (tlog/markers.ts), the maintenance-fence check and
  * one audit-sink fallback (the telemetry drop counter). Plans must fit in
  * MAX_TRANSACT_OPS - AUDIT_RESERVED_OPS; a plan that extends a second chain counts that chain's HEAD
  * and marker itself.
@@ -150,6 +151,16 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
   await assertDecisionsOnBoundPolicy(ctx, heads, plan);
   const timestamp = isoTimestamp(ctx.clock.now());
   const items: Item[] = [];
+  // The transparency log's record of each chain: its HEAD's queue and pending flag, and a pending marker
+  // when the queue is full (tlog/markers.ts queueAppend); the markers go last, so the indexes below keep their meaning.
+  const markers: TransactOp[] = [];
+  const logged = (base: HeadItem, firstSeq: number, entries: Item[]): Record<string, unknown> => {
+    if (ctx.tlogMarkers === false || entries.length === 0) return {};
+    const hashes = entries.map((e) => e.hash as string);
+    const q = queueAppend(base.artifact_id, base, firstSeq, hashes, timestamp, ctx.layout.telemetry_shards);
+    for (const item of q.markers) markers.push({ op: 'put', item });
+    return q.set;
+  };
   const headOps: TransactOp[] = [];
   const newHeadIds: string[] = [];
   for (const chain of plan.chains) {
@@ -157,6 +168,7 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
     if (!base) throw new NotFound(`no artifact ${chain.artifactId}`);
     let seq = base.audit_seq;
     let prev: Digest | null = base.audit_head_hash;
+    const firstItem = items.length;
     for (const draft of chain.entries) {
       seq += 1;
       const item: Item = {
@@ -174,15 +186,16 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
       prev = item.hash as Digest;
       items.push(item);
     }
+    const log = logged(base, base.audit_seq + 1, items.slice(firstItem));
     if (chain.newHead) {
       newHeadIds.push(chain.artifactId);
       headOps.push({
         op: 'put',
-        item: { ...chain.newHead, ...chain.headSet, audit_seq: seq, audit_head_hash: prev },
+        item: { ...chain.newHead, ...chain.headSet, audit_seq: seq, audit_head_hash: prev, ...log },
         condition: cond.notExists(),
       });
     } else {
-      const update: UpdateSpec = { set: { ...chain.headSet, audit_seq: seq, audit_head_hash: prev } };
+      const update: UpdateSpec = { set: { ...chain.headSet, audit_seq: seq, audit_head_hash: prev, ...log } };
       headOps.push({ op: 'update', key: { PK: base.PK, SK: HEAD_SK }, update, condition: cond.eq('audit_seq', base.audit_seq) });
     }
   }
@@ -198,9 +211,6 @@ export async function commitAudited(ctx: ServiceContext, heads: Heads, plan: Aud
   }));
   const published = plan.published ?? [];
   const guards = published.length === 0 ? [] : ctx.publishChecks.flatMap((check) => check(ctx.content, published, ctx.layout));
-  // The transparency log's pending markers (one per chain; last, so the indexes above keep their meaning).
-  const markers: TransactOp[] =
-    ctx.tlogMarkers === false ? [] : markersFor(events, ctx.layout.telemetry_shards).map((item) => ({ op: 'put', item }));
   const core = [
     ...domainOps,
     ...auditOps,

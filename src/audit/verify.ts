@@ -58,7 +58,7 @@ export async function verifyArtifactAudit(ctx: ServiceContext, artifactId: strin
     add(`${head.PK} HEAD`, `HEAD says ${head.audit_seq} audit entries, the chain has ${entries.length}`);
   if ((head.audit_head_hash ?? null) !== prev) add(`${head.PK} HEAD`, 'HEAD audit_head_hash is not the hash of the last entry');
   await crossCheck(ctx, head, entries, live, add);
-  for (const p of markerProblems(entries, live)) add(p.row, p.problem);
+  for (const p of markerProblems(entries, live, head)) add(p.row, p.problem);
   const versions = live.filter((i) => i.type === 'version');
   for (const p of [...chainedPolicyProblems(entries), ...(await policyProblems(ctx, head, firstChainedPolicy(entries), versions))])
     add(p.row, p.problem);

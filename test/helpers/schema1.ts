@@ -6,7 +6,7 @@
  * to match, no transparency-log markers, and `schema_version` 1 — what ALP before issue 16 wrote.
  */
 import { auditHash } from '../../src/audit/chain.ts';
-import { MARKER_SK_PREFIX } from '../../src/audit/tlog/markers.ts';
+import { isMarkerRow } from '../../src/audit/tlog/markers.ts';
 import { HEAD_SK, INSTALLATION_SK, legacyExecutionFinishSk, legacyExecutionOutputSk, SYS_PK } from '../../src/core/keys.ts';
 import { type Item, type ItemStore, queryAll } from '../../src/store/item-store.ts';
 import type { ServiceContext } from '../../src/system/context.ts';
@@ -35,9 +35,10 @@ async function partitionToSchema1(items: ItemStore, pk: string): Promise<void> {
     await items.put(old);
     if (old.SK !== e.SK) await items.delete({ PK: e.PK, SK: e.SK });
   }
-  await items.update({ PK: pk, SK: HEAD_SK }, { set: { audit_head_hash: prev } });
-  // Schema 1 predates the transparency log: its partitions have no markers (they named the new hashes).
-  for (const m of all.filter((i) => i.SK.startsWith(MARKER_SK_PREFIX))) await items.delete({ PK: m.PK, SK: m.SK });
+  // Schema 1 predates the transparency log: no HEAD queue or pending flag, no markers (they named the new hashes).
+  const unlogged = { tlog_q_first: undefined, tlog_q: undefined, GSI1PK: undefined, GSI1SK: undefined };
+  await items.update({ PK: pk, SK: HEAD_SK }, { set: { audit_head_hash: prev, ...unlogged } });
+  for (const m of all.filter(isMarkerRow)) await items.delete({ PK: m.PK, SK: m.SK });
 }
 
 export async function toSchema1(ctx: ServiceContext): Promise<void> {

@@ -16,7 +16,7 @@ import { checkAuditCounter, establishAuditBaseline } from '../../src/audit/count
 import { loadChain } from '../../src/audit/history.ts';
 import { checkpointNow } from '../../src/audit/tlog/checkpoint-now.ts';
 import { STATE_KEY } from '../../src/audit/tlog/lease.ts';
-import { isMarker, MARKER_SK_PREFIX } from '../../src/audit/tlog/markers.ts';
+import { headQueue, isMarker, isMarkerRow, type Marker } from '../../src/audit/tlog/markers.ts';
 import { verifierKey, verifierOf } from '../../src/audit/tlog/note.ts';
 import { bundleKey, contentTileReader, readObject, tileKey } from '../../src/audit/tlog/objects.ts';
 import { readLogState } from '../../src/audit/tlog/state.ts';
@@ -24,7 +24,6 @@ import { TiledTree } from '../../src/audit/tlog/tiles.ts';
 import { verifyLogCheckpoint } from '../../src/audit/tlog/verify.ts';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
 import { verifyAllAudit } from '../../src/audit/verify-all.ts';
-import type { Digest } from '../../src/core/digest.ts';
 import { artifactPk, HEAD_SK } from '../../src/core/keys.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
@@ -96,6 +95,32 @@ async function partition(ctx: ServiceContext, id: string): Promise<Item[]> {
   return queryAll(ctx.items, { pk: artifactPk(id), consistent: true });
 }
 
+/**
+ * The attacker's edit of a chain's log record to agree with a rewritten chain: every locator, pending
+ * marker and the HEAD's queue keep only the entries `hashOf` still has, with its hashes (a record left
+ * empty is deleted).
+ */
+async function rewriteLogRecord(ctx: ServiceContext, id: string, hashOf: (seq: number) => string | undefined): Promise<void> {
+  const items = await partition(ctx, id);
+  const keep = (first: number, hashes: readonly string[]) => {
+    const out: string[] = [];
+    for (let i = 0; i < hashes.length && hashOf(first + i) !== undefined; i++) out.push(hashOf(first + i) as string);
+    return out;
+  };
+  for (const m of items.filter((i) => isMarkerRow(i) && isMarker(i)) as Marker[]) {
+    const hashes = keep(m.first_seq, m.hashes);
+    if (hashes.length === 0) await ctx.items.delete({ PK: m.PK, SK: m.SK });
+    else await ctx.items.put({ ...m, hashes, last_seq: m.first_seq + hashes.length - 1 });
+  }
+  const head = items.find((i) => i.SK === HEAD_SK) as Item;
+  const q = headQueue(head);
+  const hashes = keep(q.first, q.hashes);
+  await ctx.items.update(
+    { PK: artifactPk(id), SK: HEAD_SK },
+    { set: hashes.length > 0 ? { tlog_q_first: q.first, tlog_q: hashes } : { tlog_q_first: undefined, tlog_q: undefined } },
+  );
+}
+
 /** Storage write without ALP: replace an object's bytes (delete, then put: the create-only rule is ALP's, not the attacker's). */
 async function overwrite(ctx: ServiceContext, key: string, bytes: Buffer): Promise<void> {
   await ctx.content.delete(key);
@@ -122,7 +147,7 @@ for (const [profile, open] of profiles) {
       }
     });
 
-    it('(a) tail truncation: entries, their marker, HEAD and the append counter set back', async () => {
+    it('(a) tail truncation: entries, their log record (locator, HEAD queue), HEAD and the append counter set back', async () => {
       const s = await open();
       try {
         const { ctx, a } = s;
@@ -131,8 +156,10 @@ for (const [profile, open] of profiles) {
         assert.equal(tail.length, 2);
         const kept = items.find((i) => i.seq === 2 && i.type === 'transition') as Item;
         for (const i of tail) await ctx.items.delete({ PK: i.PK, SK: i.SK });
-        for (const m of items.filter((i) => i.SK.startsWith(MARKER_SK_PREFIX) && isMarker(i) && i.first_seq >= 3))
-          await ctx.items.delete({ PK: m.PK, SK: m.SK });
+        const before = new Map(
+          items.filter((i) => typeof i.seq === 'number' && (i.seq as number) < 3).map((i) => [i.seq as number, i.hash as string]),
+        );
+        await rewriteLogRecord(ctx, a, (seq) => before.get(seq));
         await ctx.items.update({ PK: artifactPk(a), SK: HEAD_SK }, { set: { audit_seq: 2, audit_head_hash: kept.hash } });
         await ctx.items.update(stateKey, { add: { audit_appended: -2 } });
         assert.deepEqual((await verifyArtifactAudit(ctx, a)).findings, [], 'the truncated chain verifies on its own');
@@ -145,7 +172,7 @@ for (const [profile, open] of profiles) {
       }
     });
 
-    it('(b) an entry in the middle rewritten, the chain after it, HEAD and markers recomputed', async () => {
+    it('(b) an entry in the middle rewritten, the chain after it, HEAD and its log record recomputed', async () => {
       const s = await open();
       try {
         const { ctx, b } = s;
@@ -162,8 +189,7 @@ for (const [profile, open] of profiles) {
           prev = next.hash as string;
         }
         await ctx.items.update({ PK: artifactPk(b), SK: HEAD_SK }, { set: { audit_head_hash: prev } });
-        for (const m of (await partition(ctx, b)).filter(isMarker))
-          await ctx.items.put({ ...m, hashes: m.hashes.map((_, i) => rewritten.get(m.first_seq + i) as Digest) });
+        await rewriteLogRecord(ctx, b, (seq) => rewritten.get(seq));
         assert.deepEqual((await verifyArtifactAudit(ctx, b)).findings, [], 'the rewritten chain verifies on its own');
         const v = await verdict(s);
         assert.equal(v.ok, false);

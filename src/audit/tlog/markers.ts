@@ -1,31 +1,60 @@
 /**
- * Pending markers of the transparency log (issue 20 item 1, docs/design.md §10 "Sequencing"): every
- * audit transaction that extends an artifact's chain also puts, per chain, one marker item in the
- * artifact's own partition, `ART#{id}` / `TLOGQ#{first_seq:10}`, holding the entries' seqs and hashes.
- * The marker exists exactly when the entries do (same transaction). Pending markers are listed by GSI1
- * `TLOGQ#{s}` (s = the artifact's telemetry shard); the sequencer (sequencer.ts) gives them leaf
- * positions and then marks them (`leaf_index`, GSI1 keys removed), after which a marker is the
- * entry → leaf locator.
+ * What the transparency log keeps in the item store per chain (issue 20 item 1, docs/design.md §10
+ * "Sequencing"), all in the artifact's own partition:
+ * - the **HEAD queue**: every audit transaction appends its entries' hashes to its HEAD, which it
+ *   rewrites anyway (`tlog_q_first`, `tlog_q`: entries tlog_q_first … in order), and flags the HEAD as
+ *   pending (GSI1 `TLOGH#{s}` / artifact id, s = the artifact's telemetry shard; constant values, so a
+ *   HEAD already flagged keeps its index entry). No item per transaction: a transaction costs the log
+ *   a few dozen bytes in a row it writes anyway;
+ * - a **pending marker**, `HEAD#Q#{inverted first_seq}`: when the queue would pass HEAD_QUEUE_MAX
+ *   entries, the transaction moves it, with its own entries, into one new pending marker and empties
+ *   it (a HEAD stays small whatever the sequencer's pace; a busy chain writes a marker every few
+ *   transactions, not one each);
+ * - a **locator**, `TLOGQ#{first_seq}` with `leaf_index`: written by the sequencer (sequencer.ts) in
+ *   the transaction that deletes the pending markers it covers; entry first_seq is leaf leaf_index, the
+ *   others follow. The entry → leaf map (`alp audit prove`), what a restored installation rebuilds the
+ *   tree from (rebuild.ts), and how far the chain is in the log (its last locator's last_seq): queue
+ *   entries and pending markers at or below it are stale (left by a transaction that raced a round).
+ * The queue and the pending markers exist exactly when their entries do (same transaction). The
+ * sequencer lists flagged HEADs, not entries: no index entry per transaction, one per pending chain.
  *
- * commitAudited (audit/chain.ts) adds them to the transaction's own operations, not as an audit sink:
- * a sink may fall back to dropping what it adds, a marker must never be dropped, and it is counted in
- * AUDIT_RESERVED_OPS like the HEAD update. Its key is new by construction (first_seq follows the HEAD
- * the transaction is conditioned on), so the put needs no condition of its own.
+ * commitAudited (audit/chain.ts) adds the queue and any pending marker to the transaction's own
+ * operations, not as an audit sink: a sink may fall back to dropping what it adds, the log's record
+ * must never be dropped; the marker's put is counted in AUDIT_RESERVED_OPS. Its key is new by
+ * construction (first_seq follows the HEAD the transaction is conditioned on, or is the start of the
+ * queue that HEAD holds), so the put needs no condition of its own.
+ *
+ * Installations of the first format (a pending marker per transaction at `TLOGQ#…` listed by GSI1
+ * `TLOGQ#{s}`, marked in place) are converted once by backfill.ts.
  */
 import { artifactPk, pad, SEQ_DIGITS } from '../../core/keys.ts';
 import { shardOf } from '../../core/shard.ts';
 import { type Item, type ItemKey, queryAll } from '../../store/item-store.ts';
-import type { AuditEvent, ServiceContext } from '../../system/context.ts';
+import type { ServiceContext } from '../../system/context.ts';
 
 export const MARKER_SK_PREFIX = 'TLOGQ#';
 export const MARKER_TYPE = 'tlog_marker';
 /** The environment variable that turns markers off (a benchmark's reference run only). */
 export const NO_MARKERS_ENV = 'ALP_TLOG_MARKERS';
 
+/** A locator's sort key (and a first-format marker's). */
 export const markerSk = (firstSeq: number) => `${MARKER_SK_PREFIX}${pad(firstSeq, SEQ_DIGITS)}`;
+/** The locator of the run that starts at entry `firstSeq`. */
 export const markerKey = (artifactId: string, firstSeq: number): ItemKey => ({ PK: artifactPk(artifactId), SK: markerSk(firstSeq) });
-/** The GSI1 partition of shard `s`: where pending markers are listed. */
-export const pendingGsiPk = (s: number) => `TLOGQ#${s}`;
+/** The first format's GSI1 partition of pending markers of shard `s` (backfill.ts converts them). */
+export const legacyPendingGsiPk = (s: number) => `TLOGQ#${s}`;
+
+export const PENDING_SK_PREFIX = 'HEAD#Q#';
+const MAX_SEQ = 10 ** SEQ_DIGITS - 1;
+/** A pending marker's sort key: right after `HEAD`, newest first. */
+export const pendingSk = (firstSeq: number) => `${PENDING_SK_PREFIX}${pad(MAX_SEQ - firstSeq, SEQ_DIGITS)}`;
+export const pendingKey = (artifactId: string, firstSeq: number): ItemKey => ({ PK: artifactPk(artifactId), SK: pendingSk(firstSeq) });
+/** The GSI1 partition of shard `s` where HEADs with pending markers are listed. */
+export const pendingHeadsGsiPk = (s: number) => `TLOGH#${s}`;
+/** The GSI1 keys of a HEAD with pending markers (what every audit transaction sets). */
+export function pendingHeadKeys(artifactId: string, shards: number): { GSI1PK: string; GSI1SK: string } {
+  return { GSI1PK: pendingHeadsGsiPk(shardOf(artifactId, shards)), GSI1SK: artifactId };
+}
 
 export interface Marker extends Item {
   type: typeof MARKER_TYPE;
@@ -43,59 +72,84 @@ export function isMarker(item: Item | undefined): item is Marker {
   return item?.type === MARKER_TYPE && typeof item.first_seq === 'number' && Array.isArray(item.hashes);
 }
 
-/** The markers of one transaction's events: one per chain, its entries in seq order. */
-export function markersFor(events: readonly AuditEvent[], shards: number): Marker[] {
-  const byChain = new Map<string, AuditEvent[]>();
-  for (const e of events) {
-    if (e.chained === false || e.seq === undefined || e.hash === undefined) continue;
-    const list = byChain.get(e.aggregate_id) ?? [];
-    list.push(e);
-    byChain.set(e.aggregate_id, list);
-  }
-  const out: Marker[] = [];
-  for (const [artifactId, list] of byChain) {
-    list.sort((a, b) => (a.seq as number) - (b.seq as number));
-    const first = list[0] as AuditEvent;
-    out.push(
-      newMarker(
-        artifactId,
-        first.seq as number,
-        list.map((e) => e.hash as string),
-        first.timestamp,
-        shards,
-      ),
-    );
-  }
-  return out;
+/** The most entries a HEAD's queue holds; more go to a pending marker (a HEAD row stays under ~1 KB). */
+export const HEAD_QUEUE_MAX = 6;
+
+/** A HEAD's queue: the hashes of entries `first` … `first + hashes.length − 1` (empty: first 0). */
+export interface HeadQueue {
+  first: number;
+  hashes: string[];
 }
 
-/** A pending marker: entries first_seq … first_seq + hashes.length − 1 of one chain, in its shard's GSI1 queue. */
-export function newMarker(artifactId: string, firstSeq: number, hashes: string[], timestamp: string, shards: number): Marker {
+export function headQueue(head: Item | undefined): HeadQueue {
+  const first = head?.tlog_q_first;
+  const hashes = head?.tlog_q;
+  if (typeof first !== 'number' || !Array.isArray(hashes)) return { first: 0, hashes: [] };
+  return { first, hashes: hashes as string[] };
+}
+
+/**
+ * What one transaction adds to a chain's log record: the HEAD's new queue (attributes to set, with
+ * the pending flag) and, when the queue would pass HEAD_QUEUE_MAX, the pending marker it moves to.
+ * `base` is the HEAD the transaction is conditioned on (undefined for a new chain), `firstSeq` and
+ * `hashes` its own entries. A queue that does not end at base's audit_seq (entries written with the
+ * log off) is moved to its own marker first: its entries are not lost, the gap is named by audit verify.
+ */
+export function queueAppend(
+  artifactId: string,
+  base: { audit_seq: number; tlog_q_first?: unknown; tlog_q?: unknown } | undefined,
+  firstSeq: number,
+  hashes: string[],
+  timestamp: string,
+  shards: number,
+): { set: Record<string, unknown>; markers: Marker[] } {
+  const q = headQueue(base as Item | undefined);
+  const markers: Marker[] = [];
+  let queue = q;
+  if (q.hashes.length > 0 && q.first + q.hashes.length !== firstSeq) {
+    markers.push(newMarker(artifactId, q.first, q.hashes, timestamp));
+    queue = { first: 0, hashes: [] };
+  }
+  const joined = queue.hashes.length > 0 ? { first: queue.first, hashes: [...queue.hashes, ...hashes] } : { first: firstSeq, hashes };
+  const flag = pendingHeadKeys(artifactId, shards);
+  if (joined.hashes.length <= HEAD_QUEUE_MAX) return { set: { ...flag, tlog_q_first: joined.first, tlog_q: joined.hashes }, markers };
+  markers.push(newMarker(artifactId, joined.first, joined.hashes, timestamp));
+  return { set: { ...flag, tlog_q_first: undefined, tlog_q: undefined }, markers };
+}
+
+/** A pending marker: entries first_seq … first_seq + hashes.length − 1 of one chain. */
+export function newMarker(artifactId: string, firstSeq: number, hashes: string[], timestamp: string): Marker {
   return {
-    ...markerKey(artifactId, firstSeq),
+    ...pendingKey(artifactId, firstSeq),
     type: MARKER_TYPE,
     artifact_id: artifactId,
     first_seq: firstSeq,
     last_seq: firstSeq + hashes.length - 1,
     hashes,
     timestamp,
-    GSI1PK: pendingGsiPk(shardOf(artifactId, shards)),
-    GSI1SK: `${timestamp}#${artifactId}#${pad(firstSeq, SEQ_DIGITS)}`,
   };
 }
 
-/** Every marker of one chain (strongly consistent). */
-export async function markersOf(ctx: Pick<ServiceContext, 'items'>, artifactId: string): Promise<Marker[]> {
-  return (await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: MARKER_SK_PREFIX }, consistent: true })).filter(
-    isMarker,
-  );
+/** A chain's pending markers, oldest first (strongly consistent). */
+export async function pendingMarkersOf(ctx: Pick<ServiceContext, 'items'>, artifactId: string): Promise<Marker[]> {
+  const items = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: PENDING_SK_PREFIX }, consistent: true });
+  return items.filter(isMarker).sort((a, b) => a.first_seq - b.first_seq);
 }
+
+/** Every marker of one chain, locators and pending (strongly consistent). */
+export async function markersOf(ctx: Pick<ServiceContext, 'items'>, artifactId: string): Promise<Marker[]> {
+  const locators = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: MARKER_SK_PREFIX }, consistent: true });
+  return [...locators.filter(isMarker), ...(await pendingMarkersOf(ctx, artifactId))];
+}
+
+/** Whether an item of a partition is a marker row of either kind (by its key). */
+export const isMarkerRow = (i: Item) => i.SK.startsWith(MARKER_SK_PREFIX) || i.SK.startsWith(PENDING_SK_PREFIX);
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * The order a round takes pending markers in (commit timestamp, artifact, first seq): the rebuild of a
- * restored installation must take them in exactly this order to reproduce STATE's root.
+ * The order the first format's rounds took pending markers in (commit timestamp, artifact, first seq):
+ * the rebuild of such an installation, restored with its last batch unmarked, takes them in this order.
  */
 export function markerOrder(a: Marker, b: Marker): number {
   return cmp(a.timestamp, b.timestamp) || cmp(a.artifact_id, b.artifact_id) || a.first_seq - b.first_seq;
@@ -107,21 +161,37 @@ export function markersEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /**
- * What `alp audit verify` finds wrong with a chain's markers (`live`: the partition's other items):
- * a malformed marker, a marker whose hashes are not the chain's entries, markers that overlap, and an
- * entry after the first marker that no marker covers (an entry not written by an audit transaction).
- * Entries before the first marker predate markers (the first round's backfill, backfill.ts, covers them).
+ * What `alp audit verify` finds wrong with a chain's log record (`live`: the partition's other items,
+ * `head` its HEAD): a malformed marker, a marker or queue entry whose hash is not the chain's, locators
+ * that overlap, an entry after the first recorded one that neither a locator nor a pending record (a
+ * pending marker or the HEAD queue) holds (an entry not written by an audit transaction), and entries
+ * beyond the last locator under a HEAD that is not flagged (the sequencer would never find them).
+ * Pending records at or below the last locator are stale (a transaction raced a round): not a problem.
+ * Entries before the first record predate the log (the first round's backfill, backfill.ts, covers them).
  */
-export function markerProblems(entries: readonly Item[], live: readonly Item[]): Array<{ row: string; problem: string }> {
+export function markerProblems(entries: readonly Item[], live: readonly Item[], head?: Item): Array<{ row: string; problem: string }> {
   const out: Array<{ row: string; problem: string }> = [];
   const hashOf = new Map(entries.map((e) => [e.seq as number, e.hash]));
-  const covered = new Set<number>();
+  const located = new Set<number>();
+  const pending = new Set<number>();
   let first = Number.POSITIVE_INFINITY;
-  for (const item of live.filter((i) => i.SK.startsWith(MARKER_SK_PREFIX))) {
+  const record = (row: string, firstSeq: number, hashes: readonly string[], into: Set<number> | undefined) => {
+    first = Math.min(first, firstSeq);
+    hashes.forEach((h, i) => {
+      const seq = firstSeq + i;
+      if (into === located && located.has(seq)) out.push({ row, problem: `entry ${seq} is covered by two transparency-log locators` });
+      into?.add(seq);
+      if (hashOf.get(seq) !== h)
+        out.push({ row, problem: `the log records entry ${seq} with another hash than the chain's (the entry or the record was edited)` });
+    });
+  };
+  for (const item of live.filter(isMarkerRow)) {
     const row = `${item.PK} ${item.SK}`;
+    const isPending = item.SK.startsWith(PENDING_SK_PREFIX);
     if (
       !isMarker(item) ||
-      item.SK !== markerSk(item.first_seq) ||
+      item.SK !== (isPending ? pendingSk(item.first_seq) : markerSk(item.first_seq)) ||
+      (isPending && item.leaf_index !== undefined) ||
       item.PK !== artifactPk(item.artifact_id) ||
       item.last_seq !== item.first_seq + item.hashes.length - 1
     ) {
@@ -130,22 +200,22 @@ export function markerProblems(entries: readonly Item[], live: readonly Item[]):
     }
     if (item.leaf_index !== undefined && !(Number.isSafeInteger(item.leaf_index) && item.leaf_index >= 0))
       out.push({ row, problem: 'malformed leaf_index (the row was edited)' });
-    first = Math.min(first, item.first_seq);
-    item.hashes.forEach((h, i) => {
-      const seq = item.first_seq + i;
-      if (covered.has(seq)) out.push({ row, problem: `entry ${seq} is covered by two transparency-log markers` });
-      covered.add(seq);
-      if (hashOf.get(seq) !== h)
-        out.push({
-          row,
-          problem: `the marker records entry ${seq} with another hash than the chain's (the entry or the marker was edited)`,
-        });
-    });
+    // A first-format marker not yet marked is pending too (backfill.ts converts it).
+    record(row, item.first_seq, item.hashes, item.leaf_index !== undefined ? located : pending);
   }
+  const q = headQueue(head);
+  if (head && q.hashes.length > 0) record(`${head.PK} ${head.SK}`, q.first, q.hashes, pending);
+  const upTo = Math.max(0, ...located);
   for (const e of entries) {
     const seq = e.seq as number;
-    if (seq > first && !covered.has(seq))
-      out.push({ row: `${e.PK} ${e.SK}`, problem: `entry ${seq} has no transparency-log marker (not written by an audit transaction)` });
+    if (seq > first && !located.has(seq) && !pending.has(seq))
+      out.push({ row: `${e.PK} ${e.SK}`, problem: `entry ${seq} has no transparency-log record (not written by an audit transaction)` });
   }
+  const waiting = entries.some((e) => (e.seq as number) > upTo && pending.has(e.seq as number));
+  if (head && waiting && !(typeof head.GSI1PK === 'string' && head.GSI1PK.startsWith('TLOGH#') && head.GSI1SK === head.artifact_id))
+    out.push({
+      row: `${head.PK} ${head.SK}`,
+      problem: 'entries wait for the transparency log but the HEAD is not flagged pending (the sequencer will not find them)',
+    });
   return out;
 }

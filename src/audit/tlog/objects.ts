@@ -21,10 +21,38 @@ export const bundleKey = (index: number, width: number) =>
   `${TLOG_PREFIX}tile/entries/${tilePath({ level: 0, index, width }).slice('tile/0/'.length)}`;
 export const manifestKey = (start: number) => `${TLOG_PREFIX}batches/${String(start).padStart(12, '0')}.json`;
 
-/** The object's bytes, or undefined when absent. */
-export async function readObject(content: ContentStore, key: string): Promise<Buffer | undefined> {
+/**
+ * The objects this process last wrote or read, per content store: they are create-only, so a key's
+ * bytes never change and a round reads the right edge its predecessor wrote from memory, not from
+ * the store (a few reads and directory listings per round). Bounded; forgotten with forgetObjects.
+ */
+const recent = new WeakMap<ContentStore, Map<string, Buffer>>();
+const RECENT_OBJECTS = 256;
+
+function remember(content: ContentStore, key: string, bytes: Uint8Array): void {
+  let m = recent.get(content);
+  if (!m) recent.set(content, (m = new Map()));
+  m.delete(key);
+  m.set(key, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  if (m.size > RECENT_OBJECTS) m.delete(m.keys().next().value as string);
+}
+
+/** Forgets the remembered objects (objects removed behind this process's back: a test's restore). */
+export function forgetObjects(content: ContentStore): void {
+  recent.delete(content);
+}
+
+/**
+ * The object's bytes, or undefined when absent. `fresh`: from the store, never from memory (a
+ * verifier checks what is stored, not what this process remembers writing).
+ */
+export async function readObject(content: ContentStore, key: string, fresh = false): Promise<Buffer | undefined> {
+  const known = fresh ? undefined : recent.get(content)?.get(key);
+  if (known) return known;
   try {
-    return await buffer(await content.readRaw(key));
+    const bytes = await buffer(await content.readRaw(key));
+    remember(content, key, bytes);
+    return bytes;
   } catch (e) {
     if (e instanceof NotFound) return undefined;
     throw e;
@@ -33,6 +61,7 @@ export async function readObject(content: ContentStore, key: string): Promise<Bu
 
 export async function writeObject(content: ContentStore, key: string, bytes: Uint8Array): Promise<void> {
   await content.put(key, [bytes]);
+  remember(content, key, bytes);
 }
 
 /** Several objects made durable together (their fsyncs overlap on the fs engine): staged, then published at once. */
@@ -44,16 +73,22 @@ export async function writeObjects(content: ContentStore, objects: ReadonlyArray
     await content.discard(staged).catch(() => undefined);
     throw e;
   }
+  for (const o of objects) remember(content, o.key, o.bytes);
 }
 
 /**
  * An object of `width` or, when absent, the narrowest wider one (a wider tile or bundle serves a
  * narrower read: the log only appends): the full one, else a wider partial one listed under `.p/`.
  */
-async function readAtLeast(content: ContentStore, keyOf: (width: number) => string, width: number): Promise<Buffer | undefined> {
-  const exact = await readObject(content, keyOf(width));
+async function readAtLeast(
+  content: ContentStore,
+  keyOf: (width: number) => string,
+  width: number,
+  fresh: boolean,
+): Promise<Buffer | undefined> {
+  const exact = await readObject(content, keyOf(width), fresh);
   if (exact || width === BUNDLE_WIDTH) return exact;
-  const full = await readObject(content, keyOf(BUNDLE_WIDTH));
+  const full = await readObject(content, keyOf(BUNDLE_WIDTH), fresh);
   if (full) return full;
   const dir = `${keyOf(BUNDLE_WIDTH)}.p/`;
   let best: number | undefined;
@@ -61,16 +96,16 @@ async function readAtLeast(content: ContentStore, keyOf: (width: number) => stri
     const w = Number(o.key.slice(dir.length));
     if (Number.isInteger(w) && w > width && (best === undefined || w < best)) best = w;
   }
-  return best === undefined ? undefined : readObject(content, keyOf(best));
+  return best === undefined ? undefined : readObject(content, keyOf(best), fresh);
 }
 
-/** Tiles from the content store (readAtLeast: a wider tile serves a narrower read). */
-export function contentTileReader(content: ContentStore): TileReader {
+/** Tiles from the content store (readAtLeast: a wider tile serves a narrower read); `fresh`: as readObject. */
+export function contentTileReader(content: ContentStore, fresh = false): TileReader {
   return {
     readTiles: (tiles) =>
       Promise.all(
         tiles.map(async (t) => {
-          const data = await readAtLeast(content, (width) => tileKey({ ...t, width }), t.width);
+          const data = await readAtLeast(content, (width) => tileKey({ ...t, width }), t.width, fresh);
           if (!data || data.length < t.width * HASH_SIZE)
             throw new NotFound(`the transparency log's tile ${tileKey(t)} is missing or short`, { key: tileKey(t) });
           return data;
@@ -106,13 +141,13 @@ export function parseBundle(bytes: Buffer, key: string): LeafEntry[] {
     });
 }
 
-/** The leaves [start, end) from their bundles (the bundles of a tree of at least `end` leaves). */
-export async function readLeafEntries(content: ContentStore, start: number, end: number): Promise<LeafEntry[]> {
+/** The leaves [start, end) from their bundles (the bundles of a tree of at least `end` leaves); `fresh`: as readObject. */
+export async function readLeafEntries(content: ContentStore, start: number, end: number, fresh = false): Promise<LeafEntry[]> {
   const out: LeafEntry[] = [];
   for (let n = Math.floor(start / BUNDLE_WIDTH); n * BUNDLE_WIDTH < end; n++) {
     const width = Math.min(BUNDLE_WIDTH, end - n * BUNDLE_WIDTH);
     const key = bundleKey(n, width);
-    const bytes = await readAtLeast(content, (w) => bundleKey(n, w), width);
+    const bytes = await readAtLeast(content, (w) => bundleKey(n, w), width, fresh);
     if (!bytes) throw new NotFound(`the transparency log's entry bundle ${key} is missing`, { key });
     const entries = parseBundle(bytes, key);
     if (entries.length < width) throw new InvalidInput(`entry bundle ${key} holds ${entries.length} entries, not ${width}`);

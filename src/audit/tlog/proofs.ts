@@ -4,8 +4,9 @@
  * markers.ts). What `GET /v1/log/*` and `alp audit prove` answer. Hashes are base64, as in checkpoints.
  */
 import { InvalidInput, NotFound } from '../../core/errors.ts';
+import { artifactPk, HEAD_SK } from '../../core/keys.ts';
 import type { ServiceContext } from '../../system/context.ts';
-import { markersOf } from './markers.ts';
+import { headQueue, type Marker, markersOf } from './markers.ts';
 import { auditLeafHash } from './merkle.ts';
 import { contentTileReader, readLeafEntries } from './objects.ts';
 import { readLogState } from './state.ts';
@@ -74,19 +75,32 @@ export async function consistencyBetween(
 }
 
 /**
- * Where entry `seq` of an artifact's chain is in the log: its leaf, or `pending` while its marker
- * waits for a round. NOT_FOUND when no marker covers it (no such entry, or one written before markers).
+ * Where entry `seq` of an artifact's chain is in the log: its leaf (its locator's, once the tree that
+ * holds it is committed), or `pending` while it waits for a round (a pending marker or the HEAD's
+ * queue holds it, or its locator is ahead of the committed tree). NOT_FOUND when nothing records it
+ * (no such entry, or one written before the log).
  */
 export async function locateEntry(
   ctx: ServiceContext,
   artifactId: string,
   seq: number,
 ): Promise<{ artifact_id: string; seq: number; hash: string; leaf_index: number | null; pending: boolean }> {
-  const markers = await markersOf(ctx, artifactId);
-  const m = markers.find((x) => x.first_seq <= seq && seq <= x.last_seq);
-  if (!m)
-    throw new NotFound(`entry ${seq} of ${artifactId} is not in the transparency log (no such entry, or written before the log existed)`);
-  const hash = m.hashes[seq - m.first_seq] as string;
-  if (m.leaf_index === undefined) return { artifact_id: artifactId, seq, hash, leaf_index: null, pending: true };
-  return { artifact_id: artifactId, seq, hash, leaf_index: m.leaf_index + (seq - m.first_seq), pending: false };
+  const [markers, head, state] = await Promise.all([
+    markersOf(ctx, artifactId),
+    ctx.items.get({ PK: artifactPk(artifactId), SK: HEAD_SK }, { consistent: true }),
+    readLogState(ctx),
+  ]);
+  const pending = (hash: string) => ({ artifact_id: artifactId, seq, hash, leaf_index: null, pending: true });
+  const covers = (m: Marker) => m.first_seq <= seq && seq <= m.last_seq;
+  const locator = markers.find((m) => m.leaf_index !== undefined && covers(m));
+  if (locator) {
+    const hash = locator.hashes[seq - locator.first_seq] as string;
+    const leaf = (locator.leaf_index as number) + (seq - locator.first_seq);
+    return leaf < state.size ? { artifact_id: artifactId, seq, hash, leaf_index: leaf, pending: false } : pending(hash);
+  }
+  const marker = markers.find(covers);
+  if (marker) return pending(marker.hashes[seq - marker.first_seq] as string);
+  const q = headQueue(head);
+  if (seq >= q.first && seq < q.first + q.hashes.length) return pending(q.hashes[seq - q.first] as string);
+  throw new NotFound(`entry ${seq} of ${artifactId} is not in the transparency log (no such entry, or written before the log existed)`);
 }

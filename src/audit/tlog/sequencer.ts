@@ -2,42 +2,61 @@
  * One sequencer round of the transparency log (issue 20 item 1; docs/design.md §10 "Sequencing"),
  * under the lease (lease.ts):
  *
- *   0.   once per installation, markers for entries written before markers existed (backfill.ts);
- *   i.   read STATE; finish marking the last committed batch's markers (an interrupted step vi);
- *   ii.  reuse the manifest at `size` if a crashed round left one, else list pending markers (GSI1
- *        `TLOGQ#{s}` of every shard, then a consistent batch-get: only markers without leaf_index),
- *        order them (timestamp, artifact, first_seq) and write the manifest (create-only: of two
- *        racing rounds one manifest wins, and the loser uses it);
+ *   0.   once per installation, markers for entries written before markers existed, and the first
+ *        format's markers converted (backfill.ts);
+ *   i.   read STATE (and rebuild the objects of a restored installation: rebuild.ts);
+ *   ii.  reuse the manifest at `size` if a crashed round left one, else list the HEADs flagged pending
+ *        (GSI1 `TLOGH#{s}` of every shard, then a consistent batch-get), read each one's pending markers
+ *        (a consistent query of its partition), take them chain by chain up to the batch's size and write
+ *        the manifest (create-only: of two racing rounds one manifest wins, and the loser uses it);
  *   iii. append the leaves: write the tiles and entry bundles (create-only, deterministic);
- *   iv.  sign the checkpoint of the new size (when the installation has a key);
- *   v.   commit STATE conditioned on the size read and on the lease token;
- *   vi.  mark each marker of the batch (leaf_index, GSI1 keys removed).
+ *   iv.  replace each run's pending markers by locators (`leaf_index`; markers.ts), idempotently;
+ *   v.   sign the checkpoint of the new size (when the installation has a key) and commit STATE,
+ *        conditioned on the size read and on the lease token;
+ *   vi.  clear the pending flag of HEADs whose every entry is now in the batch (best effort: a flag left
+ *        set costs a later round one query).
  *
- * A crash before v leaves unreferenced objects and pending markers: the next round redoes the batch
- * from its manifest, writing the same bytes. A crash after v: the next round's step i marks them
- * before it lists anything, so no marker is listed pending once its leaves are committed.
+ * Locators are written before STATE: a crash between iv and v leaves locators of leaves the committed
+ * tree does not have yet (proofs.ts answers them as pending), and the next round finds the manifest at
+ * `size`, writes the same locators (already there) and commits. So every leaf of the committed tree has
+ * its locator, which is what a restored installation rebuilds the tree from; the manifest of a batch
+ * marked but not committed is rebuilt from its locators (rebuild.ts).
  */
 
 import type { Digest } from '../../core/digest.ts';
-import { ConditionFailed, Conflict } from '../../core/errors.ts';
+import { ConditionFailed, Conflict, IntegrityError } from '../../core/errors.ts';
+import { artifactPk, HEAD_SK } from '../../core/keys.ts';
 import { forEachLimited } from '../../core/limit.ts';
-import { cond, type Item, type ItemKey, type TransactOp } from '../../store/item-store.ts';
+import type { HeadItem } from '../../core/model.ts';
+import { type Condition, cond, type Item, type ItemKey, MAX_TRANSACT_OPS, type TransactOp } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { installationSigner } from '../../system/installation-key.ts';
 import { ensureBackfilled } from './backfill.ts';
 import { signCheckpoint } from './checkpoint.ts';
 import { type Lease, leaseCheck, STATE_KEY } from './lease.ts';
-import { isMarker, type Marker, markerKey, markerOrder, pendingGsiPk } from './markers.ts';
+import {
+  headQueue,
+  isMarker,
+  MARKER_SK_PREFIX,
+  MARKER_TYPE,
+  type Marker,
+  markerKey,
+  pendingHeadsGsiPk,
+  pendingKey,
+  pendingMarkersOf,
+} from './markers.ts';
 import { auditLeafHash } from './merkle.ts';
 import { bundlesAfter, contentTileReader, manifestKey, readObject, tileKey, writeObject, writeObjects } from './objects.ts';
 import { notePresent, rebuildIfMissing } from './rebuild.ts';
-import { type BatchManifest, type LogState, manifestLeaves, parseManifest, readLogState } from './state.ts';
+import { type BatchManifest, type BatchRun, type LogState, MANIFEST_FORMAT, manifestLeaves, parseManifest, readLogState } from './state.ts';
 import { appendLeaves, TiledTree } from './tiles.ts';
 
 export const DEFAULT_BATCH_LEAVES = 4096;
+/** A locator holds at most this many entries (an item stays far below DynamoDB's 400 KB). */
+const LOCATOR_ENTRIES = 1000;
 
 /** The steps of a round, for a test that interrupts one (a crash between steps). */
-export type RoundStep = 'marked-previous' | 'manifest' | 'objects' | 'committed' | 'marked';
+export type RoundStep = 'manifest' | 'objects' | 'marked' | 'committed';
 
 export interface RoundOptions {
   maxLeaves?: number;
@@ -51,24 +70,17 @@ export interface RoundResult {
   checkpoint?: string;
 }
 
-/**
- * The batch this process last marked to the end, per store: a round starts by finishing the marking of
- * the last committed batch (an interrupted round's), which after a round of this process that marked
- * it is known done — marked markers never become unmarked — and is skipped instead of re-read.
- */
-const markedHere = new WeakMap<object, number>();
-
 /** Runs one round; the lease must be held. */
 export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOptions = {}): Promise<RoundResult> {
   const step = opts.afterStep ?? (() => undefined);
-  await ensureBackfilled(ctx);
   const state = await readLogState(ctx);
-  await rebuildIfMissing(ctx, state); // a restored installation: STATE and markers without the objects
-  if (state.batchStart !== undefined && markedHere.get(ctx.items) !== state.batchStart)
-    await markBatch(ctx, await readManifest(ctx, state.batchStart));
-  await step('marked-previous');
-  const batch = await nextBatch(ctx, state, opts.maxLeaves ?? DEFAULT_BATCH_LEAVES);
-  if (!batch) return ensureSigned(ctx, lease, state);
+  await rebuildIfMissing(ctx, state); // a restored installation: STATE and locators without the objects
+  await ensureBackfilled(ctx, state);
+  const { batch, idle } = await nextBatch(ctx, state, opts.maxLeaves ?? DEFAULT_BATCH_LEAVES);
+  if (!batch) {
+    await clearFlags(ctx, idle);
+    return ensureSigned(ctx, lease, state);
+  }
   await step('manifest');
   const leaves = manifestLeaves(batch);
   const reader = contentTileReader(ctx.content);
@@ -80,95 +92,252 @@ export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOpt
   const bundles = await bundlesAfter(ctx.content, state.size, leaves);
   await writeObjects(ctx.content, [...tiles.map((t) => ({ key: tileKey(t), bytes: t.data })), ...bundles]);
   await step('objects');
+  await writeLocators(ctx, batch);
+  await step('marked');
   const root = await new TiledTree(size, reader).root();
   const checkpoint = await signedNote(ctx, size, root);
   await commitState(ctx, lease, state, { size, root, batchStart: batch.start, checkpoint });
   notePresent(ctx.content, size);
   await step('committed');
-  await markBatch(ctx, batch, { fresh: true });
-  markedHere.set(ctx.items, batch.start);
-  await step('marked');
+  await clearFlags(ctx, [...idle, ...batch.markers.map((r) => ({ artifact_id: r.artifact_id, audit_seq: r.last_seq }))]);
   return { size, appended: leaves.length, ...(checkpoint ? { checkpoint } : {}) };
 }
 
-/** The markers of `keys` not yet given a leaf (one batchGet: the engines split it as they need). */
-async function unmarkedMarkers(ctx: ServiceContext, keys: ItemKey[]): Promise<Marker[]> {
-  return (await ctx.items.batchGet(keys)).filter((item): item is Marker => isMarker(item) && item.leaf_index === undefined);
-}
-
-async function unmarkedOf(ctx: ServiceContext, batch: BatchManifest): Promise<BatchManifest['markers']> {
-  const keys = batch.markers.map((m) => markerKey(m.artifact_id, m.first_seq));
-  const unmarked = new Set((await unmarkedMarkers(ctx, keys)).map((item) => `${item.PK} ${item.SK}`));
-  return batch.markers.filter((m) => {
-    const k = markerKey(m.artifact_id, m.first_seq);
-    return unmarked.has(`${k.PK} ${k.SK}`);
-  });
-}
-
-async function readManifest(ctx: ServiceContext, start: number): Promise<BatchManifest> {
+async function readManifest(ctx: ServiceContext, start: number): Promise<BatchManifest | undefined> {
   const bytes = await readObject(ctx.content, manifestKey(start));
-  if (!bytes) throw new Conflict(`the transparency log's batch manifest at ${start} is missing`, { key: manifestKey(start) });
-  return parseManifest(bytes, start);
+  return bytes ? parseManifest(bytes, start) : undefined;
 }
 
-/** The batch at `state.size`: a crashed round's manifest, else a new one from the pending markers. */
-async function nextBatch(ctx: ServiceContext, state: LogState, maxLeaves: number): Promise<BatchManifest | undefined> {
-  const existing = await readObject(ctx.content, manifestKey(state.size));
-  if (existing) return parseManifest(existing, state.size);
-  const pending = await pendingMarkers(ctx, maxLeaves);
-  if (pending.length === 0) return undefined;
+/** A HEAD whose pending flag may be cleared if its chain is still at `audit_seq`. */
+interface FlagClear {
+  artifact_id: string;
+  audit_seq: number;
+}
+
+/**
+ * The batch at `state.size`: a crashed round's manifest, else a new one from the pending markers; and
+ * the flagged HEADs found with nothing pending (their flags to clear).
+ */
+async function nextBatch(ctx: ServiceContext, state: LogState, maxLeaves: number): Promise<{ batch?: BatchManifest; idle: FlagClear[] }> {
+  const existing = await readManifest(ctx, state.size);
+  if (existing) return { batch: existing, idle: [] };
+  const { runs, idle } = await pendingRuns(ctx, state.size, maxLeaves);
+  if (runs.length === 0) return { idle };
   let at = state.size;
-  const manifest: BatchManifest = {
-    format: 'alp-tlog-batch/1',
-    start: state.size,
-    markers: pending.map((m) => {
-      const leafStart = at;
-      at += m.hashes.length;
-      return {
-        artifact_id: m.artifact_id,
-        first_seq: m.first_seq,
-        last_seq: m.last_seq,
-        leaf_start: leafStart,
-        hashes: m.hashes as Digest[],
-      };
-    }),
-  };
+  for (const r of runs) {
+    r.leaf_start = at;
+    at += r.hashes.length;
+  }
+  const manifest: BatchManifest = { format: MANIFEST_FORMAT, start: state.size, markers: runs };
   try {
     await writeObject(ctx.content, manifestKey(state.size), Buffer.from(JSON.stringify(manifest)));
   } catch (e) {
     if (!(e instanceof Conflict)) throw e;
-    return readManifest(ctx, state.size); // another round's manifest won the key: the batch is that one
+    // Another round's manifest won the key: the batch is that one.
+    return { batch: (await readManifest(ctx, state.size)) as BatchManifest, idle };
   }
-  return manifest;
+  return { batch: manifest, idle };
 }
 
-/** Pending markers of every shard, oldest first, up to about `maxLeaves` leaves (at least one marker). */
-export async function pendingMarkers(ctx: ServiceContext, maxLeaves: number): Promise<Marker[]> {
+/** The HEADs flagged pending, read consistently (the index may be behind: a flag cleared since is skipped later). */
+export async function flaggedHeads(ctx: ServiceContext): Promise<HeadItem[]> {
   const keys: ItemKey[] = [];
   for (let s = 0; s < ctx.layout.telemetry_shards; s++) {
     let cursor: string | undefined;
-    let n = 0;
     do {
-      const page = await ctx.items.query({
-        index: 'GSI1',
-        pk: pendingGsiPk(s),
-        limit: Math.min(1000, maxLeaves),
-        ...(cursor ? { cursor } : {}),
-      });
+      const page = await ctx.items.query({ index: 'GSI1', pk: pendingHeadsGsiPk(s), limit: 1000, ...(cursor ? { cursor } : {}) });
       for (const i of page.items) keys.push({ PK: i.PK, SK: i.SK });
-      n += page.items.length;
       cursor = page.cursor;
-    } while (cursor && n < maxLeaves);
+    } while (cursor);
   }
-  const found = (await unmarkedMarkers(ctx, keys)).sort(markerOrder);
-  const out: Marker[] = [];
+  const heads = (await ctx.items.batchGet(keys)).filter((i): i is HeadItem => i?.type === 'head');
+  return heads.sort((a, b) => (a.artifact_id < b.artifact_id ? -1 : a.artifact_id > b.artifact_id ? 1 : 0));
+}
+
+/** How far a chain is in the log: its last locator's last_seq (0 before its first). */
+async function locatedUpTo(ctx: ServiceContext, artifactId: string): Promise<number> {
+  const page = await ctx.items.query({
+    pk: artifactPk(artifactId),
+    sk: { beginsWith: MARKER_SK_PREFIX },
+    descending: true,
+    limit: 1,
+    consistent: true,
+  });
+  const last = page.items[0];
+  return isMarker(last) ? last.last_seq : 0;
+}
+
+/**
+ * A chain's entries not yet in the log, from its pending markers and its HEAD's queue: from the first
+ * recorded one after its last locator, as far as they follow on without a gap, up to `room` entries (at
+ * least one); and the pending markers the run's locators replace.
+ */
+async function chainRun(ctx: ServiceContext, head: HeadItem, room: number): Promise<BatchRun | undefined> {
+  const [done, markers] = await Promise.all([locatedUpTo(ctx, head.artifact_id), pendingMarkersOf(ctx, head.artifact_id)]);
+  const hashOf = new Map<number, string>();
+  const q = headQueue(head);
+  for (const { first_seq, hashes } of [...markers, { first_seq: q.first, hashes: q.hashes }])
+    hashes.forEach((h, i) => {
+      hashOf.set(first_seq + i, h);
+    });
+  // Entries without a record (written with the log off) are skipped, not waited for: audit verify names them.
+  const start = Math.min(...[...hashOf.keys()].filter((seq) => seq > done));
+  if (!Number.isFinite(start)) return undefined;
+  const hashes: Digest[] = [];
+  for (let seq = start; hashOf.has(seq) && hashes.length < Math.max(1, room); seq++) hashes.push(hashOf.get(seq) as Digest);
+  const last = start + hashes.length - 1;
+  return {
+    artifact_id: head.artifact_id,
+    first_seq: start,
+    last_seq: last,
+    leaf_start: 0,
+    hashes,
+    pending: markers.filter((m) => m.last_seq <= last).map((m) => [m.first_seq, m.last_seq]),
+    timestamp: markers[0]?.timestamp ?? ctx.clock.now().toISOString(),
+  };
+}
+
+/**
+ * Runs of the pending chains up to about `maxLeaves` leaves (at least one entry). The chains are
+ * taken from a point that moves with the log's size, so a backlog longer than one batch does not
+ * always leave the same chains for later.
+ */
+async function pendingRuns(ctx: ServiceContext, size: number, maxLeaves: number): Promise<{ runs: BatchRun[]; idle: FlagClear[] }> {
+  const heads = await flaggedHeads(ctx);
+  const runs: BatchRun[] = [];
+  const idle: FlagClear[] = [];
   let leaves = 0;
-  for (const m of found) {
-    if (out.length > 0 && leaves + m.hashes.length > maxLeaves) break;
-    out.push(m);
-    leaves += m.hashes.length;
+  for (let k = 0; k < heads.length && leaves < maxLeaves; k++) {
+    const head = heads[(size + k) % heads.length] as HeadItem;
+    const run = await chainRun(ctx, head, maxLeaves - leaves);
+    if (!run) idle.push({ artifact_id: head.artifact_id, audit_seq: head.audit_seq });
+    else {
+      runs.push(run);
+      leaves += run.hashes.length;
+    }
+  }
+  return { runs, idle };
+}
+
+/** A locator and the pending markers it replaces ([first_seq, last_seq] each). */
+interface LocatorPiece {
+  locator: Marker;
+  pending: Array<[number, number]>;
+}
+
+/**
+ * The locators of a run: pieces of at most LOCATOR_ENTRIES entries, each with the pending markers it
+ * replaces (a marker goes with the piece that holds its last entry; one wholly before the run, stale,
+ * with the first), few enough that a piece's transaction fits.
+ */
+export function locatorPieces(run: BatchRun): LocatorPiece[] {
+  const out: LocatorPiece[] = [];
+  const pending = [...(run.pending ?? [])].sort((a, b) => a[1] - b[1]);
+  let p = 0;
+  for (let from = run.first_seq; from <= run.last_seq; ) {
+    let to = Math.min(run.last_seq, from + LOCATOR_ENTRIES - 1);
+    const mine: Array<[number, number]> = [];
+    while (p < pending.length && (pending[p] as [number, number])[1] <= to) {
+      if (mine.length === MAX_TRANSACT_OPS - 1) {
+        to = Math.max(from, (pending[p - 1] as [number, number])[1]);
+        break;
+      }
+      mine.push(pending[p] as [number, number]);
+      p++;
+    }
+    out.push({
+      locator: {
+        ...markerKey(run.artifact_id, from),
+        type: MARKER_TYPE,
+        artifact_id: run.artifact_id,
+        first_seq: from,
+        last_seq: to,
+        hashes: run.hashes.slice(from - run.first_seq, to - run.first_seq + 1),
+        timestamp: run.timestamp ?? '',
+        leaf_index: run.leaf_start + (from - run.first_seq),
+      },
+      pending: mine,
+    });
+    from = to + 1;
   }
   return out;
+}
+
+/** The delete of a pending marker the batch saw: only that one (a marker of the same first seq but another extent is not it). */
+const deleteOp = (artifactId: string, [first, last]: [number, number]): TransactOp => ({
+  op: 'delete',
+  key: pendingKey(artifactId, first),
+  condition: cond.eq('last_seq', last),
+});
+
+const pieceOps = (p: LocatorPiece): TransactOp[] => [
+  { op: 'put', item: p.locator, condition: cond.notExists() },
+  ...p.pending.map((m) => deleteOp(p.locator.artifact_id, m)),
+];
+
+/**
+ * Step iv: each piece's locator put (create-only) and its pending markers deleted, in one transaction;
+ * pieces packed into transactions of up to MAX_TRANSACT_OPS. A locator already there (a round redone
+ * after a crash, or a former holder's) must be the same one: then the piece is done.
+ */
+async function writeLocators(ctx: ServiceContext, batch: BatchManifest): Promise<void> {
+  const pieces = batch.markers.flatMap(locatorPieces);
+  const groups: LocatorPiece[][] = [];
+  let ops = MAX_TRANSACT_OPS;
+  for (const p of pieces) {
+    const n = 1 + p.pending.length;
+    if (ops + n > MAX_TRANSACT_OPS) {
+      groups.push([]);
+      ops = 0;
+    }
+    (groups[groups.length - 1] as LocatorPiece[]).push(p);
+    ops += n;
+  }
+  for (const group of groups) {
+    try {
+      await ctx.items.transactWrite(group.flatMap(pieceOps));
+    } catch (e) {
+      if (!(e instanceof ConditionFailed)) throw e;
+      await forEachLimited(group, 16, (p) => writePiece(ctx, p));
+    }
+  }
+}
+
+async function writePiece(ctx: ServiceContext, p: LocatorPiece): Promise<void> {
+  try {
+    await ctx.items.transactWrite(pieceOps(p));
+  } catch (e) {
+    if (!(e instanceof ConditionFailed)) throw e;
+    const there = await ctx.items.get(markerKey(p.locator.artifact_id, p.locator.first_seq), { consistent: true });
+    if (there?.leaf_index !== p.locator.leaf_index || there?.last_seq !== p.locator.last_seq)
+      throw new IntegrityError(`the transparency log's locator of ${p.locator.artifact_id} at ${p.locator.first_seq} is not this batch's`, {
+        key: markerKey(p.locator.artifact_id, p.locator.first_seq),
+      });
+    // The same locator: this piece was written before. Its pending markers go too (gone already: fine).
+    for (const m of p.pending) {
+      const op = deleteOp(p.locator.artifact_id, m) as Extract<TransactOp, { op: 'delete' }>;
+      await ctx.items.delete(op.key, { condition: op.condition as Condition }).catch((err: unknown) => {
+        if (!(err instanceof ConditionFailed)) throw err;
+      });
+    }
+  }
+}
+
+/**
+ * Step vi: clears the pending flag of each HEAD still at the given audit_seq (nothing written since, so
+ * nothing pending); a HEAD that moved on keeps it. Best effort: a flag left set is cleared later.
+ */
+async function clearFlags(ctx: ServiceContext, heads: FlagClear[]): Promise<void> {
+  const last = new Map<string, number>();
+  for (const h of heads) last.set(h.artifact_id, Math.max(last.get(h.artifact_id) ?? 0, h.audit_seq));
+  await forEachLimited([...last], 16, async ([artifactId, auditSeq]) => {
+    const key = { PK: artifactPk(artifactId), SK: HEAD_SK };
+    await ctx.items
+      .update(key, { remove: ['GSI1PK', 'GSI1SK'] }, { condition: cond.and(cond.exists(), cond.eq('audit_seq', auditSeq)) })
+      .catch((err: unknown) => {
+        if (!(err instanceof ConditionFailed)) throw err;
+      });
+  });
 }
 
 async function signedNote(ctx: ServiceContext, size: number, root: Uint8Array): Promise<string | undefined> {
@@ -221,36 +390,4 @@ async function ensureSigned(ctx: ServiceContext, lease: Lease, state: LogState):
     checkpoint,
   });
   return { size: state.size, appended: 0, checkpoint };
-}
-
-/**
- * Sets each marker's leaf_index: only those still unmarked (read first, unless `fresh`: a round
- * finishing an earlier batch re-checks it), in transactions of up to 100 (one commit each); a transaction whose condition
- * fails (another holder marked one meanwhile) falls back to one update per marker. Idempotent.
- */
-async function markBatch(ctx: ServiceContext, batch: BatchManifest, opts: { fresh?: boolean } = {}): Promise<void> {
-  // `fresh`: the batch this round just read unmarked — no re-read; the updates' condition still holds
-  // against another holder having marked some meanwhile (then the per-marker fallback below).
-  const todo = opts.fresh ? batch.markers : await unmarkedOf(ctx, batch);
-  const markCondition = cond.and(cond.exists(), cond.attrNotExists('leaf_index'));
-  const markUpdate = (m: BatchManifest['markers'][number]) => ({ set: { leaf_index: m.leaf_start }, remove: ['GSI1PK', 'GSI1SK'] });
-  const op = (m: BatchManifest['markers'][number]): TransactOp => ({
-    op: 'update',
-    key: markerKey(m.artifact_id, m.first_seq),
-    update: markUpdate(m),
-    condition: markCondition,
-  });
-  for (let i = 0; i < todo.length; i += 100) {
-    const part = todo.slice(i, i + 100);
-    try {
-      await ctx.items.transactWrite(part.map(op));
-    } catch (e) {
-      if (!(e instanceof ConditionFailed)) throw e;
-      await forEachLimited(part, 16, async (m) => {
-        await ctx.items.update(markerKey(m.artifact_id, m.first_seq), markUpdate(m), { condition: markCondition }).catch((err: unknown) => {
-          if (!(err instanceof ConditionFailed)) throw err;
-        });
-      });
-    }
-  }
 }

@@ -35,16 +35,34 @@ export async function readLogState(ctx: Pick<ServiceContext, 'items'>): Promise<
   };
 }
 
-/** One sequenced batch: which markers got which leaves (the manifest, `tlog/batches/<start>.json`). */
+/**
+ * One run of a chain's entries in a batch: entries first_seq … last_seq at leaves leaf_start …. In the
+ * current format (`/2`) `pending` lists the pending markers (first_seq, last_seq) the run's locators
+ * replace; a first-format manifest (`/1`) has one run per marker, marked in place.
+ */
+export interface BatchRun {
+  artifact_id: string;
+  first_seq: number;
+  last_seq: number;
+  leaf_start: number;
+  hashes: Digest[];
+  pending?: Array<[number, number]>;
+  timestamp?: string;
+}
+
+export const MANIFEST_FORMAT = 'alp-tlog-batch/2';
+export const LEGACY_MANIFEST_FORMAT = 'alp-tlog-batch/1';
+
+/** One sequenced batch: which entries got which leaves (the manifest, `tlog/batches/<start>.json`). */
 export interface BatchManifest {
-  format: 'alp-tlog-batch/1';
+  format: typeof MANIFEST_FORMAT | typeof LEGACY_MANIFEST_FORMAT;
   start: number;
-  markers: Array<{ artifact_id: string; first_seq: number; last_seq: number; leaf_start: number; hashes: Digest[] }>;
+  markers: BatchRun[];
 }
 
 export function parseManifest(bytes: Buffer, start: number): BatchManifest {
   const m = JSON.parse(bytes.toString('utf8')) as BatchManifest;
-  if (m?.format !== 'alp-tlog-batch/1' || m.start !== start || !Array.isArray(m.markers))
+  if ((m?.format !== MANIFEST_FORMAT && m?.format !== LEGACY_MANIFEST_FORMAT) || m.start !== start || !Array.isArray(m.markers))
     throw new InvalidInput(`the transparency log's batch manifest at ${start} is malformed`);
   return m;
 }

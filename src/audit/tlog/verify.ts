@@ -55,7 +55,7 @@ export async function verifyLogCheckpoint(ctx: ServiceContext, note: string, ver
     add('TLOG STATE', `the log has ${state.size} leaves, fewer than the checkpoint's ${cp.size} (the log was truncated)`);
     return done();
   }
-  const tree = new TiledTree(state.size, contentTileReader(ctx.content));
+  const tree = new TiledTree(state.size, contentTileReader(ctx.content, true));
   try {
     const current = await tree.root();
     if (!hashesEqual(current, state.root))
@@ -67,7 +67,7 @@ export async function verifyLogCheckpoint(ctx: ServiceContext, note: string, ver
   }
   let leaves: LeafEntry[];
   try {
-    leaves = await readLeafEntries(ctx.content, 0, cp.size);
+    leaves = await readLeafEntries(ctx.content, 0, cp.size, true);
   } catch (e) {
     add('tlog/tile/entries', `the entry bundles cannot be read: ${(e as Error).message}`);
     return done();
@@ -117,7 +117,7 @@ export async function checkLogState(ctx: ServiceContext): Promise<LogSelfCheck> 
   if (state.size === 0) return { size: 0, ok: true, detail: 'the transparency log is empty' };
   let root: Uint8Array;
   try {
-    root = await new TiledTree(state.size, contentTileReader(ctx.content)).root();
+    root = await new TiledTree(state.size, contentTileReader(ctx.content, true)).root();
   } catch (e) {
     return {
       size: state.size,

@@ -10,7 +10,7 @@ import { commitAudited, readHead } from '../../../src/audit/chain.ts';
 import { loadChain } from '../../../src/audit/history.ts';
 import { openCheckpoint } from '../../../src/audit/tlog/checkpoint.ts';
 import { acquireLease } from '../../../src/audit/tlog/lease.ts';
-import { isMarker, markerKey } from '../../../src/audit/tlog/markers.ts';
+import { HEAD_QUEUE_MAX, headQueue, isMarker, markerKey, pendingMarkersOf } from '../../../src/audit/tlog/markers.ts';
 import { auditLeafHash, hashesEqual, rootOf } from '../../../src/audit/tlog/merkle.ts';
 import { verifierOf } from '../../../src/audit/tlog/note.ts';
 import { contentTileReader, readLeafEntries } from '../../../src/audit/tlog/objects.ts';
@@ -82,35 +82,46 @@ async function round(ctx: ServiceContext, holder = 'test', afterStep?: (s: Round
 class Crash extends Error {}
 
 export function sequencerSuite(h: SequencerHarness): void {
-  it(`${h.name}: every audit transaction writes one marker per chain; a round sequences them and signs a checkpoint`, async () => {
+  it(`${h.name}: every audit transaction queues its entries on its HEAD and flags it; a full queue moves to a pending marker; a round replaces them by locators and signs a checkpoint`, async () => {
     const { ctx, close } = await h.open();
     try {
       const a = await newArtifact(ctx, 'one');
       const b = await newArtifact(ctx, 'two');
       await append(ctx, a, 3);
-      const m = await ctx.items.get(markerKey(a, 2), { consistent: true });
+      let head = await readHead(ctx, a);
+      assert.deepEqual(headQueue(head).first, 1);
+      assert.equal(headQueue(head).hashes.length, 4, 'the creation entry and the three: queued on the HEAD, no item of their own');
+      assert.match(String(head.GSI1PK), /^TLOGH#/);
+      assert.deepEqual(await pendingMarkersOf(ctx, a), []);
+      await append(ctx, a, HEAD_QUEUE_MAX); // the queue would pass its maximum: it moves to a marker with these
+      head = await readHead(ctx, a);
+      assert.equal(headQueue(head).hashes.length, 0);
+      const [m] = await pendingMarkersOf(ctx, a);
       assert.ok(isMarker(m));
-      assert.equal(m.first_seq, 2);
-      assert.equal(m.last_seq, 4);
-      assert.equal(m.hashes.length, 3);
+      assert.deepEqual([m.first_seq, m.last_seq, m.hashes.length], [1, 4 + HEAD_QUEUE_MAX, 4 + HEAD_QUEUE_MAX]);
+      assert.equal(m.GSI1PK, undefined, 'a pending marker has no index entry: its HEAD is flagged instead');
+      await append(ctx, a, 1); // queued again
       const r = await round(ctx);
-      assert.equal(r.appended, 5);
-      assert.equal(r.size, 5);
+      assert.equal(r.appended, 5 + HEAD_QUEUE_MAX + 1);
+      assert.equal(r.size, 5 + HEAD_QUEUE_MAX + 1);
       const expected = await chainEntries(ctx, [a, b]);
       await assertLogHolds(ctx, expected);
       const signer = await installationSigner(ctx);
       assert.ok(r.checkpoint);
       const cp = openCheckpoint(r.checkpoint, verifierOf(signer), signer.name);
-      assert.equal(cp.size, 5);
+      assert.equal(cp.size, 5 + HEAD_QUEUE_MAX + 1);
       assert.ok(hashesEqual(cp.root, (await readLogState(ctx)).root));
-      const marked = await ctx.items.get(markerKey(a, 2), { consistent: true });
-      assert.ok(isMarker(marked) && typeof marked.leaf_index === 'number');
-      assert.equal(marked.GSI1PK, undefined, 'a marked marker leaves the pending index');
+      const locator = await ctx.items.get(markerKey(a, 1), { consistent: true });
+      assert.ok(isMarker(locator) && typeof locator.leaf_index === 'number', 'one locator for the chain');
+      assert.deepEqual([locator.first_seq, locator.last_seq], [1, 4 + HEAD_QUEUE_MAX + 1]);
+      assert.deepEqual(await pendingMarkersOf(ctx, a), [], 'the pending marker is gone');
+      assert.equal((await readHead(ctx, a)).GSI1PK, undefined, 'the HEAD is no longer flagged');
+      assert.deepEqual((await verifyArtifactAudit(ctx, a)).findings, []);
       const again = await round(ctx);
       assert.equal(again.appended, 0);
       assert.equal(again.checkpoint, r.checkpoint);
       await append(ctx, b, 2);
-      assert.equal((await round(ctx)).size, 7);
+      assert.equal((await round(ctx)).size, 5 + HEAD_QUEUE_MAX + 1 + 2);
       await assertLogHolds(ctx, await chainEntries(ctx, [a, b]));
     } finally {
       await close();
@@ -157,35 +168,37 @@ export function sequencerSuite(h: SequencerHarness): void {
     }
   });
 
-  it(`${h.name}: a restored installation (STATE and markers, no tlog/ objects) rebuilds the tree from its markers; an older checkpoint still verifies`, async () => {
-    const { ctx, close } = await h.open();
-    try {
-      const a = await newArtifact(ctx, 'r');
-      await append(ctx, a, 3);
-      const first = await round(ctx);
-      await append(ctx, a, 2);
-      await round(ctx, 'test', (s) => {
-        if (s === 'committed') throw new Crash(s); // the last batch left unmarked, as a backup may catch it
-      }).catch((e) => assert.ok(e instanceof Crash));
-      const keys: string[] = [];
-      for await (const o of listAll(ctx.content, 'tlog/')) keys.push(o.key);
-      assert.ok(keys.length > 3);
-      for (const k of keys) await ctx.content.delete(k);
-      forgetPresent(ctx.content); // as a new process after a restore: nothing remembered about the objects
-      await append(ctx, a, 1);
-      ctx.clock.advance(60_000);
-      const r = await round(ctx, 'after-restore');
-      assert.equal(r.size, 7);
-      await assertLogHolds(ctx, await chainEntries(ctx, [a]));
-      const signer = await installationSigner(ctx);
-      const v = await verifyLogCheckpoint(ctx, first.checkpoint as string, verifierOf(signer));
-      assert.deepEqual(v.findings, []);
-    } finally {
-      await close();
-    }
-  });
+  for (const crashAt of ['marked', 'committed'] as const)
+    it(`${h.name}: a restored installation (STATE and locators, no tlog/ objects; last round crashed after '${crashAt}') rebuilds the tree from its locators; an older checkpoint still verifies`, async () => {
+      const { ctx, close } = await h.open();
+      try {
+        const a = await newArtifact(ctx, 'r');
+        await append(ctx, a, 3);
+        const first = await round(ctx);
+        await append(ctx, a, 2);
+        await round(ctx, 'test', (s) => {
+          if (s === crashAt) throw new Crash(s); // as a backup may catch it: locators written, STATE (not) committed
+        }).catch((e) => assert.ok(e instanceof Crash));
+        const keys: string[] = [];
+        for await (const o of listAll(ctx.content, 'tlog/')) keys.push(o.key);
+        assert.ok(keys.length > 3);
+        for (const k of keys) await ctx.content.delete(k);
+        forgetPresent(ctx.content); // as a new process after a restore: nothing remembered about the objects
+        await append(ctx, a, 1);
+        ctx.clock.advance(60_000);
+        let r = await round(ctx, 'after-restore');
+        while (r.appended > 0) r = await round(ctx, 'after-restore'); // the batch marked before the backup, then the entry after
+        assert.equal(r.size, 7);
+        await assertLogHolds(ctx, await chainEntries(ctx, [a]));
+        const signer = await installationSigner(ctx);
+        const v = await verifyLogCheckpoint(ctx, first.checkpoint as string, verifierOf(signer));
+        assert.deepEqual(v.findings, []);
+      } finally {
+        await close();
+      }
+    });
 
-  const steps: RoundStep[] = ['marked-previous', 'manifest', 'objects', 'committed', 'marked'];
+  const steps: RoundStep[] = ['manifest', 'objects', 'marked', 'committed'];
   type Action = { kind: 'tx'; artifact: number; n: number } | { kind: 'round'; crashAt: RoundStep | undefined } | { kind: 'new' };
   const action: fc.Arbitrary<Action> = fc.oneof(
     fc.record({ kind: fc.constant('tx' as const), artifact: fc.nat(3), n: fc.integer({ min: 1, max: 4 }) }),
