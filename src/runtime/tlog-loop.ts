@@ -15,13 +15,16 @@ import type { ServiceContext } from '../system/context.ts';
 export const DEFAULT_TLOG_INTERVAL_MS = 1000;
 /**
  * The least time between the starts of two rounds asked for by commits (`poke`). A round has a fixed
- * cost (the lease, STATE's transaction, a checkpoint signature, the tile and bundle objects and their
- * fsyncs) whatever it sequences: run right after every commit, a lone caller's rounds ran back to back
- * and took half its transitions/s; spaced, each round takes the leaves of this many ms of commits.
+ * cost (the lease, STATE's transaction, a checkpoint signature, the tile, bundle and manifest objects
+ * and their fsyncs) whatever it sequences: run right after every commit, a lone caller's rounds ran
+ * back to back and took half its transitions/s; spaced, each round takes the leaves of this many ms of
+ * commits. 1 s (a commit is in a signed checkpoint within about a second, p99 ~1 s, as transparency
+ * logs usually publish) keeps the log under 10 % of 16 callers' transitions/s; 250 ms halves the
+ * latency and costs 16 callers ~17 % (docs/benchmarks.md).
  */
-export const DEFAULT_TLOG_BATCH_MS = 250;
+export const DEFAULT_TLOG_BATCH_MS = 1000;
 
-/** ALP_TLOG_BATCH_MS (default 250 ms): 0 … 10,000 ms between rounds asked for by commits. */
+/** ALP_TLOG_BATCH_MS (default 1,000 ms): 0 … 10,000 ms between rounds asked for by commits. */
 export function tlogBatchMs(env: NodeJS.ProcessEnv = process.env): number {
   return msFromEnv(env, 'ALP_TLOG_BATCH_MS', DEFAULT_TLOG_BATCH_MS, 0, 10_000);
 }

@@ -46,8 +46,8 @@ describe('transparency log loop', () => {
     assert.throws(() => tlogIntervalMs({ ALP_TLOG_INTERVAL_MS: 'soon' }), /ALP_TLOG_INTERVAL_MS/);
   });
 
-  it('ALP_TLOG_BATCH_MS: default 250 ms between rounds asked for by commits, refused outside 0 … 10,000', () => {
-    assert.equal(tlogBatchMs({}), 250);
+  it('ALP_TLOG_BATCH_MS: default 1,000 ms between rounds asked for by commits, refused outside 0 … 10,000', () => {
+    assert.equal(tlogBatchMs({}), 1000);
     assert.equal(tlogBatchMs({ ALP_TLOG_BATCH_MS: '0' }), 0);
     assert.throws(() => tlogBatchMs({ ALP_TLOG_BATCH_MS: '-1' }), /ALP_TLOG_BATCH_MS/);
     assert.throws(() => tlogBatchMs({ ALP_TLOG_BATCH_MS: '20000' }), /ALP_TLOG_BATCH_MS/);
