@@ -25,9 +25,9 @@ const sections: Record<string, () => Promise<unknown>> = {
   storage: () => (quick ? benchStorage({ bigBytes: 64 << 20, smallCount: 200, bulkItems: 10_000 }) : benchStorage()),
   lifecycle: async () => {
     await benchLifecycle(quick ? { count: 400 } : {});
-    await benchLogCost(quick ? { count: 400 } : {});
+    await benchLogCost({ quick });
   },
-  tlog: () => benchLogCost(quick ? { count: 400 } : {}),
+  tlog: () => benchLogCost({ quick }),
   http: () => benchHttp({ quick }),
   cli: () => benchCli(quick ? { bytes: 64 << 20, rounds: 1 } : {}),
   recovery: () => benchRecovery(quick ? { objects: 1000, contentBytes: 64 * 1024, rounds: 1 } : {}),
