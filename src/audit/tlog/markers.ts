@@ -41,8 +41,6 @@ export const NO_MARKERS_ENV = 'ALP_TLOG_MARKERS';
 export const markerSk = (firstSeq: number) => `${MARKER_SK_PREFIX}${pad(firstSeq, SEQ_DIGITS)}`;
 /** The locator of the run that starts at entry `firstSeq`. */
 export const markerKey = (artifactId: string, firstSeq: number): ItemKey => ({ PK: artifactPk(artifactId), SK: markerSk(firstSeq) });
-/** The first format's GSI1 partition of pending markers of shard `s` (backfill.ts converts them). */
-export const legacyPendingGsiPk = (s: number) => `TLOGQ#${s}`;
 
 export const PENDING_SK_PREFIX = 'HEAD#Q#';
 const MAX_SEQ = 10 ** SEQ_DIGITS - 1;

@@ -140,7 +140,7 @@ async function nextBatch(ctx: ServiceContext, state: LogState, maxLeaves: number
 }
 
 /** The HEADs flagged pending, read consistently (the index may be behind: a flag cleared since is skipped later). */
-export async function flaggedHeads(ctx: ServiceContext): Promise<HeadItem[]> {
+async function flaggedHeads(ctx: ServiceContext): Promise<HeadItem[]> {
   const keys: ItemKey[] = [];
   for (let s = 0; s < ctx.layout.telemetry_shards; s++) {
     let cursor: string | undefined;
@@ -230,7 +230,7 @@ interface LocatorPiece {
  * replaces (a marker goes with the piece that holds its last entry; one wholly before the run, stale,
  * with the first), few enough that a piece's transaction fits.
  */
-export function locatorPieces(run: BatchRun): LocatorPiece[] {
+function locatorPieces(run: BatchRun): LocatorPiece[] {
   const out: LocatorPiece[] = [];
   const pending = [...(run.pending ?? [])].sort((a, b) => a[1] - b[1]);
   let p = 0;
