@@ -9,14 +9,19 @@
  *   {pk} / {headSk}           type `{headType}`: `seq` and `head_hash` of the last entry.
  *
  * A change commits in one transaction: its own writes, its entries, the head (conditioned on the seq it
- * read, so concurrent writers serialise; retried on a moved head) and the maintenance-fence check.
+ * read, so concurrent writers serialise; retried on a moved head) and the maintenance-fence check. The
+ * entries are leaves of the transparency log like an artifact chain's (chain id = the log's partition,
+ * tlog/chains.ts): their hashes are queued on the head, which is flagged pending, or moved with the
+ * queue into a pending marker when it is full (tlog/markers.ts queueAppend).
  */
 import { canonicalDigest } from '../core/canonical-json.ts';
 import type { Digest } from '../core/digest.ts';
-import { ConditionFailed, Conflict, MaintenanceInProgress } from '../core/errors.ts';
+import { ConditionFailed, Conflict, InternalError, MaintenanceInProgress } from '../core/errors.ts';
 import { cond, type Item, MAX_PAGE_LIMIT, type TransactOp } from '../store/item-store.ts';
 import type { ServiceContext } from '../system/context.ts';
 import { fenceCheck } from '../system/fence.ts';
+import { chainRef } from './tlog/chains.ts';
+import { markerProblems, markersOf, queueAppend } from './tlog/markers.ts';
 import type { ChainFinding, ChainReport } from './verify.ts';
 
 export interface ChainedLog {
@@ -67,17 +72,31 @@ export async function commitLogged(
   fenceKey: string,
 ): Promise<LogEntry[]> {
   const key = headKey(log);
+  if (!chainRef(log.pk).installation) throw new InternalError(`the ${log.id} is not a chain of the transparency log (tlog/chains.ts)`);
   for (let attempt = 0; ; attempt++) {
     const head = await ctx.items.get(key, { consistent: true });
     const seq0 = typeof head?.seq === 'number' ? head.seq : 0;
     const entries = entryItems(log, drafts, seq0, (head?.head_hash as Digest | undefined) ?? null, ctx.clock.now().toISOString());
     const last = entries[entries.length - 1] as Item;
+    const logged =
+      ctx.tlogMarkers === false
+        ? { set: {}, markers: [] }
+        : queueAppend(
+            log.pk,
+            head,
+            seq0 + 1,
+            entries.map((e) => e.hash as string),
+            last.timestamp as string,
+            ctx.layout.telemetry_shards,
+          );
+    const set = { seq: last.seq, head_hash: last.hash, ...logged.set };
     const headOp: TransactOp = head
-      ? { op: 'update', key, update: { set: { seq: last.seq, head_hash: last.hash } }, condition: cond.eq('seq', seq0) }
-      : { op: 'put', item: { ...key, type: log.headType, seq: last.seq, head_hash: last.hash }, condition: cond.notExists() };
+      ? { op: 'update', key, update: { set }, condition: cond.eq('seq', seq0) }
+      : { op: 'put', item: { ...key, type: log.headType, ...set }, condition: cond.notExists() };
     const all: TransactOp[] = [
       ...ops,
       ...entries.map((item): TransactOp => ({ op: 'put', item, condition: cond.notExists() })),
+      ...logged.markers.map((item): TransactOp => ({ op: 'put', item })),
       headOp,
       fenceCheck(ctx, { kind: 'installation', key: fenceKey }),
     ];
@@ -115,7 +134,9 @@ export async function verifyLog(ctx: Pick<ServiceContext, 'items'>, log: Chained
   const add = (row: string, problem: string) => findings.push({ artifact_id: log.id, row, problem });
   let expected = 1;
   let prev: Digest | null = null;
+  const entries: Item[] = [];
   for await (const e of readLog(ctx, log)) {
+    entries.push(e as unknown as Item);
     const row = `${log.pk} ${log.entrySk(e.seq)}`;
     const { hash, ...rest } = e as unknown as Item;
     if (e.seq !== expected) add(row, `entry ${e.seq} where ${expected} was expected (a gap or a moved entry)`);
@@ -128,5 +149,7 @@ export async function verifyLog(ctx: Pick<ServiceContext, 'items'>, log: Chained
   const headSeq = typeof head?.seq === 'number' ? head.seq : 0;
   if (headSeq !== expected - 1 || (head?.head_hash ?? null) !== prev)
     add(`${log.pk} ${log.headSk}`, `the head says seq ${headSeq}, the log ends at ${expected - 1} (truncated or edited)`);
+  // Its record in the transparency log (queue, pending markers, locators) agrees with it.
+  for (const p of markerProblems(entries, await markersOf(ctx, log.pk), head)) add(p.row, p.problem);
   return { artifact_id: log.id, entries: expected - 1, ok: findings.length === 0, findings };
 }

@@ -6,6 +6,7 @@
  * (a) a chain's tail deleted with its HEAD, its markers and the append counter set back;
  * (b) an entry in the middle rewritten, the rest of the chain, its HEAD and its markers recomputed;
  * (c) a tile, an entry bundle, or STATE's root rewritten;
+ * (e) an installation log's tail (the approval policy's) deleted with its head and log record set back;
  * (d) the log itself truncated (STATE set back to a smaller, consistent tree).
  */
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { after, describe, it } from 'node:test';
 import { auditHash, commitAudited, readHead } from '../../src/audit/chain.ts';
 import { checkAuditCounter, establishAuditBaseline } from '../../src/audit/counter.ts';
 import { loadChain } from '../../src/audit/history.ts';
+import { chainRef } from '../../src/audit/tlog/chains.ts';
 import { checkpointNow } from '../../src/audit/tlog/checkpoint-now.ts';
 import { STATE_KEY } from '../../src/audit/tlog/lease.ts';
 import { headQueue, isMarker, isMarkerRow, type Marker } from '../../src/audit/tlog/markers.ts';
@@ -24,7 +26,8 @@ import { TiledTree } from '../../src/audit/tlog/tiles.ts';
 import { verifyLogCheckpoint } from '../../src/audit/tlog/verify.ts';
 import { verifyArtifactAudit } from '../../src/audit/verify.ts';
 import { verifyAllAudit } from '../../src/audit/verify-all.ts';
-import { artifactPk, HEAD_SK } from '../../src/core/keys.ts';
+import { APPROVAL_POLICY_LOG_HEAD_SK, APPROVAL_POLICY_PK, artifactPk, HEAD_SK } from '../../src/core/keys.ts';
+import { setApprovalPolicy } from '../../src/lifecycle/approval-policy.ts';
 import { createArtifact } from '../../src/lifecycle/artifacts.ts';
 import type { ServiceContext } from '../../src/runtime/context.ts';
 import { attachAuditSinks } from '../../src/runtime/sinks.ts';
@@ -36,7 +39,7 @@ import { bulkAuditPlan } from '../helpers/audit-plan.ts';
 import { embeddedContext } from '../helpers/context.ts';
 import { distributedInstallation, stopDistributedServers } from '../helpers/distributed.ts';
 import { bytesOf, tempDir } from '../helpers/tmp.ts';
-import { agent } from '../helpers/walk.ts';
+import { agent, alice } from '../helpers/walk.ts';
 import { cli, embeddedProfile } from './checks.ts';
 
 after(stopDistributedServers);
@@ -63,6 +66,9 @@ async function prepare(ctx: ServiceContext, close: () => Promise<void>): Promise
   await append(ctx, b, 3, 'middle');
   await append(ctx, a, 1, 'kept');
   await append(ctx, a, 2, 'tail');
+  // An installation log with two entries (the approval policy's), a chain of the transparency log too.
+  await setApprovalPolicy(ctx, alice, { min_quorum: 2 });
+  await setApprovalPolicy(ctx, alice, { min_quorum: 3 });
   const { checkpoint: note } = await checkpointNow(ctx);
   const signer = await installationSigner(ctx);
   const vkey = verifierKey(signer.name, signer.publicKey);
@@ -101,7 +107,8 @@ async function partition(ctx: ServiceContext, id: string): Promise<Item[]> {
  * empty is deleted).
  */
 async function rewriteLogRecord(ctx: ServiceContext, id: string, hashOf: (seq: number) => string | undefined): Promise<void> {
-  const items = await partition(ctx, id);
+  const ref = chainRef(id);
+  const items = await queryAll(ctx.items, { pk: ref.pk, consistent: true });
   const keep = (first: number, hashes: readonly string[]) => {
     const out: string[] = [];
     for (let i = 0; i < hashes.length && hashOf(first + i) !== undefined; i++) out.push(hashOf(first + i) as string);
@@ -112,11 +119,11 @@ async function rewriteLogRecord(ctx: ServiceContext, id: string, hashOf: (seq: n
     if (hashes.length === 0) await ctx.items.delete({ PK: m.PK, SK: m.SK });
     else await ctx.items.put({ ...m, hashes, last_seq: m.first_seq + hashes.length - 1 });
   }
-  const head = items.find((i) => i.SK === HEAD_SK) as Item;
+  const head = items.find((i) => i.SK === ref.headSk) as Item;
   const q = headQueue(head);
   const hashes = keep(q.first, q.hashes);
   await ctx.items.update(
-    { PK: artifactPk(id), SK: HEAD_SK },
+    { PK: ref.pk, SK: ref.headSk },
     { set: hashes.length > 0 ? { tlog_q_first: q.first, tlog_q: hashes } : { tlog_q_first: undefined, tlog_q: undefined } },
   );
 }
@@ -136,7 +143,7 @@ for (const [profile, open] of profiles) {
         assert.deepEqual(v.findings, []);
         const all = await verifyAllAudit(s.ctx, { logCheckpoint: { note: s.note, verifier: verifierOf(await installationSigner(s.ctx)) } });
         assert.deepEqual([all.ok, all.log_state?.ok, all.log?.ok], [true, true, true], JSON.stringify(all.broken));
-        assert.equal(v.checkpoint_size, 8);
+        assert.equal(v.checkpoint_size, 11, '8 artifact entries, the key activation, 2 policy changes');
         const forged = s.note.replace(
           /\n\n— (\S+) .*\n$/,
           '\n\n— $1 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n',
@@ -260,6 +267,32 @@ for (const [profile, open] of profiles) {
       }
     });
 
+    it("(e) an installation log truncated: the approval policy's last change, its head and its log record set back", async () => {
+      const s = await open();
+      try {
+        const { ctx } = s;
+        const entries = await queryAll(ctx.items, { pk: APPROVAL_POLICY_PK, sk: { beginsWith: 'LOG#' }, consistent: true });
+        assert.equal(entries.length, 2);
+        const [kept, gone] = entries as [Item, Item];
+        await ctx.items.delete({ PK: gone.PK, SK: gone.SK });
+        await ctx.items.update({ PK: APPROVAL_POLICY_PK, SK: APPROVAL_POLICY_LOG_HEAD_SK }, { set: { seq: 1, head_hash: kept.hash } });
+        await rewriteLogRecord(ctx, APPROVAL_POLICY_PK, (seq) => (seq === 1 ? (kept.hash as string) : undefined));
+        const all = await verifyAllAudit(ctx);
+        assert.ok(
+          !all.broken.some((b) => b.artifact_id.includes('polic')),
+          `the truncated log verifies on its own: ${JSON.stringify(all.broken)}`,
+        );
+        const v = await verdict(s);
+        assert.equal(v.ok, false);
+        assert.ok(
+          v.findings.some((f) => f.row.includes(`${APPROVAL_POLICY_PK} seq 2`) && /no longer has/.test(f.problem)),
+          JSON.stringify(v.findings),
+        );
+      } finally {
+        await s.close();
+      }
+    });
+
     it('(d) the log truncated: STATE set back to a smaller, self-consistent tree', async () => {
       const s = await open();
       try {
@@ -268,7 +301,7 @@ for (const [profile, open] of profiles) {
         await ctx.items.update(STATE_KEY, { set: { size: 6, root: Buffer.from(root).toString('base64') }, remove: ['checkpoint'] });
         const v = await verdict(s);
         assert.equal(v.ok, false);
-        assert.match(v.findings[0]?.problem ?? '', /6 leaves, fewer than the checkpoint's 8 \(the log was truncated\)/);
+        assert.match(v.findings[0]?.problem ?? '', /6 leaves, fewer than the checkpoint's 11 \(the log was truncated\)/);
       } finally {
         await s.close();
       }
@@ -285,7 +318,7 @@ describe('alp audit checkpoint / alp audit verify --checkpoint FILE --key VKEY (
       const file = path.join(tempDir('alp-tlog-cp'), 'checkpoint.txt');
       const taken = await cli(p, ['audit', 'checkpoint', '--out', file]);
       assert.equal(taken.code, 0, taken.stderr);
-      assert.equal(JSON.parse(taken.stdout).size, 8);
+      assert.equal(JSON.parse(taken.stdout).size, 11);
       const ok = await cli(p, ['audit', 'verify', '--checkpoint', file, '--key', s.vkey]);
       assert.equal(ok.code, 0, ok.stdout + ok.stderr);
       assert.equal(JSON.parse(ok.stdout).log.ok, true);

@@ -11,9 +11,11 @@
  * - every HEAD with pending markers is flagged (markers.ts pendingHeadKeys).
  * The entries "before markers" are those before the first the log records in any form: a locator, a
  * pending marker or the HEAD's queue.
- * A transaction that commits after the HEAD was read writes its own marker above audit_seq and flags
- * the HEAD itself, so no seq is covered twice and none is missed. `TLOG` / `BACKFILL` {version: 2}
- * records that it ran (version 1: only the first point ran, under the first format).
+ * The installation logs (chains.ts) are chains of the log since version 3: their entries until then
+ * are backfilled the same way. A transaction that commits after the head was read writes its own
+ * record above its seq and flags the head itself, so no seq is covered twice and none is missed.
+ * `TLOG` / `BACKFILL` {version: 3} records that it ran (version 1: only the first point ran, under the
+ * first format; version 2: before the installation logs were chains).
  *
  * Not built: the installation schema bump that would make every node of a distributed installation
  * write markers before the backfill runs (a node of an older version writing entries after the
@@ -21,19 +23,18 @@
  */
 
 import { ConditionFailed } from '../../core/errors.ts';
-import { artifactPk, HEAD_SK } from '../../core/keys.ts';
-import type { HeadItem } from '../../core/model.ts';
-import { cond, type ItemKey } from '../../store/item-store.ts';
+import { cond, type Item, type ItemKey } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { allHeads } from '../chain.ts';
-import { loadChain } from '../history.ts';
+import { chainEntries } from './chain-entries.ts';
+import { chainOfHead, chainRef, installationLogIds } from './chains.ts';
 import { TLOG_PK } from './lease.ts';
 import { headQueue, MARKER_SK_PREFIX, type Marker, markerKey, markersOf, newMarker, pendingHeadKeys } from './markers.ts';
 import { manifestKey, readObject } from './objects.ts';
 import { LEGACY_MANIFEST_FORMAT, type LogState, parseManifest } from './state.ts';
 
 export const BACKFILL_KEY: ItemKey = { PK: TLOG_PK, SK: 'BACKFILL' };
-const BACKFILL_VERSION = 2;
+const BACKFILL_VERSION = 3;
 const PIECE = 1000;
 const done = new WeakMap<object, true>();
 
@@ -47,7 +48,14 @@ export async function ensureBackfilled(ctx: ServiceContext, state: LogState): Pr
   }
   await finishLegacyBatch(ctx, state);
   let written = 0;
-  for await (const head of allHeads(ctx)) written += await backfillArtifact(ctx, head, record === undefined);
+  for await (const head of allHeads(ctx)) written += await backfillChain(ctx, head, record === undefined);
+  // Version 3 made the installation logs chains of the log: their entries until then predate it.
+  if (((record?.version as number | undefined) ?? 0) < 3)
+    for (const id of installationLogIds()) {
+      const ref = chainRef(id);
+      const head = await ctx.items.get({ PK: ref.pk, SK: ref.headSk }, { consistent: true });
+      if (head) written += await backfillChain(ctx, head, true);
+    }
   await ctx.items.put({
     ...BACKFILL_KEY,
     type: 'tlog_backfill',
@@ -77,21 +85,23 @@ async function finishLegacyBatch(ctx: ServiceContext, state: LogState): Promise<
       });
 }
 
-async function backfillArtifact(ctx: ServiceContext, head: HeadItem, beforeMarkers: boolean): Promise<number> {
-  const artifactId = head.artifact_id;
-  const markers = await markersOf(ctx, artifactId);
+async function backfillChain(ctx: ServiceContext, head: Item, beforeMarkers: boolean): Promise<number> {
+  const chain = chainOfHead(head);
+  if (!chain) return 0;
+  const id = chain.ref.id;
+  const markers = await markersOf(ctx, id);
   let written = 0;
   for (const m of markers.filter((x) => x.leaf_index === undefined && x.SK.startsWith(MARKER_SK_PREFIX)))
     written += await moveLegacyMarker(ctx, m);
   // The first seq the log records (a marker, or the HEAD's queue): the entries before it predate the log.
   const queue = headQueue(head);
   const recorded = [...markers.map((m) => m.first_seq), ...(queue.hashes.length > 0 ? [queue.first] : [])];
-  const upTo = beforeMarkers ? Math.min(head.audit_seq, ...recorded.map((first) => first - 1)) : 0;
-  if (upTo >= 1) written += await markEarlyEntries(ctx, artifactId, upTo);
+  const upTo = beforeMarkers ? Math.min(chain.seq, ...recorded.map((first) => first - 1)) : 0;
+  if (upTo >= 1) written += await markEarlyEntries(ctx, id, upTo);
   if (written > 0 || markers.some((m) => m.leaf_index === undefined))
     await ctx.items.update(
-      { PK: artifactPk(artifactId), SK: HEAD_SK },
-      { set: pendingHeadKeys(artifactId, ctx.layout.telemetry_shards) },
+      { PK: chain.ref.pk, SK: chain.ref.headSk },
+      { set: pendingHeadKeys(id, ctx.layout.telemetry_shards) },
       { condition: cond.exists() },
     );
   return written;
@@ -114,16 +124,18 @@ async function moveLegacyMarker(ctx: ServiceContext, m: Marker): Promise<number>
 }
 
 /** Pending markers for the entries 1 … upTo, written before markers existed. */
-async function markEarlyEntries(ctx: ServiceContext, artifactId: string, upTo: number): Promise<number> {
-  const { entries } = await loadChain(ctx, artifactId);
+async function markEarlyEntries(ctx: ServiceContext, chainId: string, upTo: number): Promise<number> {
+  const { bySeq } = await chainEntries(ctx, chainId);
   let written = 0;
   for (let first = 1; first <= upTo; first += PIECE) {
     const last = Math.min(upTo, first + PIECE - 1);
-    const piece = entries.filter((e) => (e.seq as number) >= first && (e.seq as number) <= last);
+    const piece = [...bySeq.values()]
+      .filter((e) => (e.seq as number) >= first && (e.seq as number) <= last)
+      .sort((a, b) => (a.seq as number) - (b.seq as number));
     if (piece.length !== last - first + 1) continue; // a broken chain: audit verify names it; nothing to sequence reliably
     const marker = {
       ...newMarker(
-        artifactId,
+        chainId,
         first,
         piece.map((e) => e.hash as string),
         piece[0]?.timestamp as string,

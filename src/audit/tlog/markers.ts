@@ -27,10 +27,11 @@
  * Installations of the first format (a pending marker per transaction at `TLOGQ#…` listed by GSI1
  * `TLOGQ#{s}`, marked in place) are converted once by backfill.ts.
  */
-import { artifactPk, pad, SEQ_DIGITS } from '../../core/keys.ts';
+import { pad, SEQ_DIGITS } from '../../core/keys.ts';
 import { shardOf } from '../../core/shard.ts';
 import { type Item, type ItemKey, queryAll } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
+import { chainOfHead, chainRef } from './chains.ts';
 
 export const MARKER_SK_PREFIX = 'TLOGQ#';
 export const MARKER_TYPE = 'tlog_marker';
@@ -40,22 +41,23 @@ export const NO_MARKERS_ENV = 'ALP_TLOG_MARKERS';
 /** A locator's sort key (and a first-format marker's). */
 export const markerSk = (firstSeq: number) => `${MARKER_SK_PREFIX}${pad(firstSeq, SEQ_DIGITS)}`;
 /** The locator of the run that starts at entry `firstSeq`. */
-export const markerKey = (artifactId: string, firstSeq: number): ItemKey => ({ PK: artifactPk(artifactId), SK: markerSk(firstSeq) });
+export const markerKey = (chainId: string, firstSeq: number): ItemKey => ({ PK: chainRef(chainId).pk, SK: markerSk(firstSeq) });
 
 export const PENDING_SK_PREFIX = 'HEAD#Q#';
 const MAX_SEQ = 10 ** SEQ_DIGITS - 1;
 /** A pending marker's sort key: right after `HEAD`, newest first. */
 export const pendingSk = (firstSeq: number) => `${PENDING_SK_PREFIX}${pad(MAX_SEQ - firstSeq, SEQ_DIGITS)}`;
-export const pendingKey = (artifactId: string, firstSeq: number): ItemKey => ({ PK: artifactPk(artifactId), SK: pendingSk(firstSeq) });
+export const pendingKey = (chainId: string, firstSeq: number): ItemKey => ({ PK: chainRef(chainId).pk, SK: pendingSk(firstSeq) });
 /** The GSI1 partition of shard `s` where HEADs with pending markers are listed. */
 export const pendingHeadsGsiPk = (s: number) => `TLOGH#${s}`;
-/** The GSI1 keys of a HEAD with pending markers (what every audit transaction sets). */
-export function pendingHeadKeys(artifactId: string, shards: number): { GSI1PK: string; GSI1SK: string } {
-  return { GSI1PK: pendingHeadsGsiPk(shardOf(artifactId, shards)), GSI1SK: artifactId };
+/** The GSI1 keys of a chain's head with entries waiting for the log (what every audit transaction sets). */
+export function pendingHeadKeys(chainId: string, shards: number): { GSI1PK: string; GSI1SK: string } {
+  return { GSI1PK: pendingHeadsGsiPk(shardOf(chainId, shards)), GSI1SK: chainId };
 }
 
 export interface Marker extends Item {
   type: typeof MARKER_TYPE;
+  /** The chain: an artifact id, or an installation log's partition (chains.ts). */
   artifact_id: string;
   first_seq: number;
   last_seq: number;
@@ -94,8 +96,8 @@ export function headQueue(head: Item | undefined): HeadQueue {
  * log off) is moved to its own marker first: its entries are not lost, the gap is named by audit verify.
  */
 export function queueAppend(
-  artifactId: string,
-  base: { audit_seq: number; tlog_q_first?: unknown; tlog_q?: unknown } | undefined,
+  chainId: string,
+  base: object | undefined,
   firstSeq: number,
   hashes: string[],
   timestamp: string,
@@ -105,22 +107,22 @@ export function queueAppend(
   const markers: Marker[] = [];
   let queue = q;
   if (q.hashes.length > 0 && q.first + q.hashes.length !== firstSeq) {
-    markers.push(newMarker(artifactId, q.first, q.hashes, timestamp));
+    markers.push(newMarker(chainId, q.first, q.hashes, timestamp));
     queue = { first: 0, hashes: [] };
   }
   const joined = queue.hashes.length > 0 ? { first: queue.first, hashes: [...queue.hashes, ...hashes] } : { first: firstSeq, hashes };
-  const flag = pendingHeadKeys(artifactId, shards);
+  const flag = pendingHeadKeys(chainId, shards);
   if (joined.hashes.length <= HEAD_QUEUE_MAX) return { set: { ...flag, tlog_q_first: joined.first, tlog_q: joined.hashes }, markers };
-  markers.push(newMarker(artifactId, joined.first, joined.hashes, timestamp));
+  markers.push(newMarker(chainId, joined.first, joined.hashes, timestamp));
   return { set: { ...flag, tlog_q_first: undefined, tlog_q: undefined }, markers };
 }
 
 /** A pending marker: entries first_seq … first_seq + hashes.length − 1 of one chain. */
-export function newMarker(artifactId: string, firstSeq: number, hashes: string[], timestamp: string): Marker {
+export function newMarker(chainId: string, firstSeq: number, hashes: string[], timestamp: string): Marker {
   return {
-    ...pendingKey(artifactId, firstSeq),
+    ...pendingKey(chainId, firstSeq),
     type: MARKER_TYPE,
-    artifact_id: artifactId,
+    artifact_id: chainId,
     first_seq: firstSeq,
     last_seq: firstSeq + hashes.length - 1,
     hashes,
@@ -129,15 +131,15 @@ export function newMarker(artifactId: string, firstSeq: number, hashes: string[]
 }
 
 /** A chain's pending markers, oldest first (strongly consistent). */
-export async function pendingMarkersOf(ctx: Pick<ServiceContext, 'items'>, artifactId: string): Promise<Marker[]> {
-  const items = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: PENDING_SK_PREFIX }, consistent: true });
+export async function pendingMarkersOf(ctx: Pick<ServiceContext, 'items'>, chainId: string): Promise<Marker[]> {
+  const items = await queryAll(ctx.items, { pk: chainRef(chainId).pk, sk: { beginsWith: PENDING_SK_PREFIX }, consistent: true });
   return items.filter(isMarker).sort((a, b) => a.first_seq - b.first_seq);
 }
 
 /** Every marker of one chain, locators and pending (strongly consistent). */
-export async function markersOf(ctx: Pick<ServiceContext, 'items'>, artifactId: string): Promise<Marker[]> {
-  const locators = await queryAll(ctx.items, { pk: artifactPk(artifactId), sk: { beginsWith: MARKER_SK_PREFIX }, consistent: true });
-  return [...locators.filter(isMarker), ...(await pendingMarkersOf(ctx, artifactId))];
+export async function markersOf(ctx: Pick<ServiceContext, 'items'>, chainId: string): Promise<Marker[]> {
+  const locators = await queryAll(ctx.items, { pk: chainRef(chainId).pk, sk: { beginsWith: MARKER_SK_PREFIX }, consistent: true });
+  return [...locators.filter(isMarker), ...(await pendingMarkersOf(ctx, chainId))];
 }
 
 /** Whether an item of a partition is a marker row of either kind (by its key). */
@@ -190,7 +192,7 @@ export function markerProblems(entries: readonly Item[], live: readonly Item[], 
       !isMarker(item) ||
       item.SK !== (isPending ? pendingSk(item.first_seq) : markerSk(item.first_seq)) ||
       (isPending && item.leaf_index !== undefined) ||
-      item.PK !== artifactPk(item.artifact_id) ||
+      item.PK !== chainRef(item.artifact_id).pk ||
       item.last_seq !== item.first_seq + item.hashes.length - 1
     ) {
       out.push({ row, problem: 'malformed transparency-log marker (the row was edited)' });
@@ -210,7 +212,8 @@ export function markerProblems(entries: readonly Item[], live: readonly Item[], 
       out.push({ row: `${e.PK} ${e.SK}`, problem: `entry ${seq} has no transparency-log record (not written by an audit transaction)` });
   }
   const waiting = entries.some((e) => (e.seq as number) > upTo && pending.has(e.seq as number));
-  if (head && waiting && !(typeof head.GSI1PK === 'string' && head.GSI1PK.startsWith('TLOGH#') && head.GSI1SK === head.artifact_id))
+  const chainId = head ? chainOfHead(head)?.ref.id : undefined;
+  if (head && waiting && !(typeof head.GSI1PK === 'string' && head.GSI1PK.startsWith('TLOGH#') && head.GSI1SK === chainId))
     out.push({
       row: `${head.PK} ${head.SK}`,
       problem: 'entries wait for the transparency log but the HEAD is not flagged pending (the sequencer will not find them)',

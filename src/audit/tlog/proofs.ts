@@ -4,8 +4,8 @@
  * markers.ts). What `GET /v1/log/*` and `alp audit prove` answer. Hashes are base64, as in checkpoints.
  */
 import { InvalidInput, NotFound } from '../../core/errors.ts';
-import { artifactPk, HEAD_SK } from '../../core/keys.ts';
 import type { ServiceContext } from '../../system/context.ts';
+import { chainRef } from './chains.ts';
 import { headQueue, type Marker, markersOf } from './markers.ts';
 import { auditLeafHash } from './merkle.ts';
 import { contentTileReader, readLeafEntries } from './objects.ts';
@@ -75,7 +75,7 @@ export async function consistencyBetween(
 }
 
 /**
- * Where entry `seq` of an artifact's chain is in the log: its leaf (its locator's, once the tree that
+ * Where entry `seq` of a chain (an artifact's, or an installation log's: chains.ts) is in the log: its leaf (its locator's, once the tree that
  * holds it is committed), or `pending` while it waits for a round (a pending marker or the HEAD's
  * queue holds it, or its locator is ahead of the committed tree). NOT_FOUND when nothing records it
  * (no such entry, or one written before the log).
@@ -87,7 +87,7 @@ export async function locateEntry(
 ): Promise<{ artifact_id: string; seq: number; hash: string; leaf_index: number | null; pending: boolean }> {
   const [markers, head, state] = await Promise.all([
     markersOf(ctx, artifactId),
-    ctx.items.get({ PK: artifactPk(artifactId), SK: HEAD_SK }, { consistent: true }),
+    ctx.items.get({ PK: chainRef(artifactId).pk, SK: chainRef(artifactId).headSk }, { consistent: true }),
     readLogState(ctx),
   ]);
   const pending = (hash: string) => ({ artifact_id: artifactId, seq, hash, leaf_index: null, pending: true });

@@ -25,13 +25,12 @@
 
 import type { Digest } from '../../core/digest.ts';
 import { ConditionFailed, Conflict, IntegrityError } from '../../core/errors.ts';
-import { artifactPk, HEAD_SK } from '../../core/keys.ts';
 import { forEachLimited } from '../../core/limit.ts';
-import type { HeadItem } from '../../core/model.ts';
 import { type Condition, cond, type Item, type ItemKey, MAX_TRANSACT_OPS, type TransactOp } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { installationSigner } from '../../system/installation-key.ts';
 import { ensureBackfilled } from './backfill.ts';
+import { type ChainRef, chainOfHead, chainRef } from './chains.ts';
 import { signCheckpoint } from './checkpoint.ts';
 import { type Lease, leaseCheck, STATE_KEY } from './lease.ts';
 import {
@@ -99,7 +98,7 @@ export async function runRound(ctx: ServiceContext, lease: Lease, opts: RoundOpt
   await commitState(ctx, lease, state, { size, root, batchStart: batch.start, checkpoint });
   notePresent(ctx.content, size);
   await step('committed');
-  await clearFlags(ctx, [...idle, ...batch.markers.map((r) => ({ artifact_id: r.artifact_id, audit_seq: r.last_seq }))]);
+  await clearFlags(ctx, [...idle, ...batch.markers.map((r) => ({ chain: r.artifact_id, seq: r.last_seq }))]);
   return { size, appended: leaves.length, ...(checkpoint ? { checkpoint } : {}) };
 }
 
@@ -108,10 +107,17 @@ async function readManifest(ctx: ServiceContext, start: number): Promise<BatchMa
   return bytes ? parseManifest(bytes, start) : undefined;
 }
 
-/** A HEAD whose pending flag may be cleared if its chain is still at `audit_seq`. */
+/** A chain whose head's pending flag may be cleared if the chain is still at `seq`. */
 interface FlagClear {
-  artifact_id: string;
-  audit_seq: number;
+  chain: string;
+  seq: number;
+}
+
+/** A flagged head as read: its chain, the chain's last seq and the item (its queue). */
+interface FlaggedHead {
+  ref: ChainRef;
+  seq: number;
+  item: Item;
 }
 
 /**
@@ -140,7 +146,7 @@ async function nextBatch(ctx: ServiceContext, state: LogState, maxLeaves: number
 }
 
 /** The HEADs flagged pending, read consistently (the index may be behind: a flag cleared since is skipped later). */
-async function flaggedHeads(ctx: ServiceContext): Promise<HeadItem[]> {
+async function flaggedHeads(ctx: ServiceContext): Promise<FlaggedHead[]> {
   const keys: ItemKey[] = [];
   for (let s = 0; s < ctx.layout.telemetry_shards; s++) {
     let cursor: string | undefined;
@@ -150,14 +156,18 @@ async function flaggedHeads(ctx: ServiceContext): Promise<HeadItem[]> {
       cursor = page.cursor;
     } while (cursor);
   }
-  const heads = (await ctx.items.batchGet(keys)).filter((i): i is HeadItem => i?.type === 'head');
-  return heads.sort((a, b) => (a.artifact_id < b.artifact_id ? -1 : a.artifact_id > b.artifact_id ? 1 : 0));
+  const heads: FlaggedHead[] = [];
+  for (const item of await ctx.items.batchGet(keys)) {
+    const chain = chainOfHead(item);
+    if (chain) heads.push({ ...chain, item });
+  }
+  return heads.sort((a, b) => (a.ref.id < b.ref.id ? -1 : a.ref.id > b.ref.id ? 1 : 0));
 }
 
 /** How far a chain is in the log: its last locator's last_seq (0 before its first). */
-async function locatedUpTo(ctx: ServiceContext, artifactId: string): Promise<number> {
+async function locatedUpTo(ctx: ServiceContext, chainId: string): Promise<number> {
   const page = await ctx.items.query({
-    pk: artifactPk(artifactId),
+    pk: chainRef(chainId).pk,
     sk: { beginsWith: MARKER_SK_PREFIX },
     descending: true,
     limit: 1,
@@ -172,10 +182,11 @@ async function locatedUpTo(ctx: ServiceContext, artifactId: string): Promise<num
  * recorded one after its last locator, as far as they follow on without a gap, up to `room` entries (at
  * least one); and the pending markers the run's locators replace.
  */
-async function chainRun(ctx: ServiceContext, head: HeadItem, room: number): Promise<BatchRun | undefined> {
-  const [done, markers] = await Promise.all([locatedUpTo(ctx, head.artifact_id), pendingMarkersOf(ctx, head.artifact_id)]);
+async function chainRun(ctx: ServiceContext, head: FlaggedHead, room: number): Promise<BatchRun | undefined> {
+  const id = head.ref.id;
+  const [done, markers] = await Promise.all([locatedUpTo(ctx, id), pendingMarkersOf(ctx, id)]);
   const hashOf = new Map<number, string>();
-  const q = headQueue(head);
+  const q = headQueue(head.item);
   for (const { first_seq, hashes } of [...markers, { first_seq: q.first, hashes: q.hashes }])
     hashes.forEach((h, i) => {
       hashOf.set(first_seq + i, h);
@@ -187,7 +198,7 @@ async function chainRun(ctx: ServiceContext, head: HeadItem, room: number): Prom
   for (let seq = start; hashOf.has(seq) && hashes.length < Math.max(1, room); seq++) hashes.push(hashOf.get(seq) as Digest);
   const last = start + hashes.length - 1;
   return {
-    artifact_id: head.artifact_id,
+    artifact_id: id,
     first_seq: start,
     last_seq: last,
     leaf_start: 0,
@@ -208,9 +219,9 @@ async function pendingRuns(ctx: ServiceContext, size: number, maxLeaves: number)
   const idle: FlagClear[] = [];
   let leaves = 0;
   for (let k = 0; k < heads.length && leaves < maxLeaves; k++) {
-    const head = heads[(size + k) % heads.length] as HeadItem;
+    const head = heads[(size + k) % heads.length] as FlaggedHead;
     const run = await chainRun(ctx, head, maxLeaves - leaves);
-    if (!run) idle.push({ artifact_id: head.artifact_id, audit_seq: head.audit_seq });
+    if (!run) idle.push({ chain: head.ref.id, seq: head.seq });
     else {
       runs.push(run);
       leaves += run.hashes.length;
@@ -324,16 +335,20 @@ async function writePiece(ctx: ServiceContext, p: LocatorPiece): Promise<void> {
 }
 
 /**
- * Step vi: clears the pending flag of each HEAD still at the given audit_seq (nothing written since, so
+ * Step vi: clears the pending flag of each chain's head still at the given seq (nothing written since, so
  * nothing pending); a HEAD that moved on keeps it. Best effort: a flag left set is cleared later.
  */
 async function clearFlags(ctx: ServiceContext, heads: FlagClear[]): Promise<void> {
   const last = new Map<string, number>();
-  for (const h of heads) last.set(h.artifact_id, Math.max(last.get(h.artifact_id) ?? 0, h.audit_seq));
-  await forEachLimited([...last], 16, async ([artifactId, auditSeq]) => {
-    const key = { PK: artifactPk(artifactId), SK: HEAD_SK };
+  for (const h of heads) last.set(h.chain, Math.max(last.get(h.chain) ?? 0, h.seq));
+  await forEachLimited([...last], 16, async ([chainId, seq]) => {
+    const ref = chainRef(chainId);
     await ctx.items
-      .update(key, { remove: ['GSI1PK', 'GSI1SK'] }, { condition: cond.and(cond.exists(), cond.eq('audit_seq', auditSeq)) })
+      .update(
+        { PK: ref.pk, SK: ref.headSk },
+        { remove: ['GSI1PK', 'GSI1SK'] },
+        { condition: cond.and(cond.exists(), cond.eq(ref.seqAttr, seq)) },
+      )
       .catch((err: unknown) => {
         if (!(err instanceof ConditionFailed)) throw err;
       });

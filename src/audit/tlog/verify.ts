@@ -12,12 +12,15 @@
  * - every leaf < m names a chain entry that exists and whose recomputed hash is the leaf's (a chain
  *   tail deleted with its HEAD reset, or an entry rewritten, even when the chain verifies on its own).
  */
+
+import { canonicalDigest } from '../../core/canonical-json.ts';
 import type { Digest } from '../../core/digest.ts';
+import { type Item, queryAll } from '../../store/item-store.ts';
 import type { ServiceContext } from '../../system/context.ts';
 import { readInstallation } from '../../system/installation.ts';
 import { installationKeyName } from '../../system/installation-key.ts';
 import { auditHash } from '../hash.ts';
-import { loadChain } from '../history.ts';
+import { chainEntries } from './chain-entries.ts';
 import { openCheckpoint } from './checkpoint.ts';
 import { auditLeafHash, hashesEqual, rootOf, verifyConsistency } from './merkle.ts';
 import type { NoteVerifier } from './note.ts';
@@ -88,13 +91,12 @@ async function checkLeavesAgainstChains(ctx: ServiceContext, leaves: readonly Le
   });
   const out: LogFinding[] = [];
   for (const [id, list] of byArtifact) {
-    const { entries } = await loadChain(ctx, id, { tolerant: true });
-    const bySeq = new Map(entries.map((e) => [e.seq as number, e]));
+    const { bySeq, hashOf } = await chainEntries(ctx, id);
     for (const { leaf, entry } of list) {
       const row = `leaf ${leaf} (${id} seq ${entry.seq})`;
       const e = bySeq.get(entry.seq);
       if (!e) out.push({ row, problem: `the log holds entry ${entry.seq} of ${id}, which its chain no longer has (entries were removed)` });
-      else if (e.hash !== entry.hash || auditHash(e) !== entry.hash)
+      else if (e.hash !== entry.hash || hashOf(e) !== entry.hash)
         out.push({ row, problem: `entry ${entry.seq} of ${id} is not the one the log holds (history was rewritten)` });
     }
   }

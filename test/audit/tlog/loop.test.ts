@@ -6,6 +6,7 @@ import { createArtifact } from '../../../src/lifecycle/artifacts.ts';
 import { attachAuditSinks } from '../../../src/runtime/sinks.ts';
 import { startLogLoop, tlogBatchMs, tlogIntervalMs } from '../../../src/runtime/tlog-loop.ts';
 import { initInstallation } from '../../../src/system/installation.ts';
+import { installationSigner } from '../../../src/system/installation-key.ts';
 import { runAlp } from '../../helpers/cli.ts';
 import { embeddedContext } from '../../helpers/context.ts';
 import { bytesOf, tempDir } from '../../helpers/tmp.ts';
@@ -20,6 +21,7 @@ describe('transparency log loop', () => {
     const loop = startLogLoop(ctx, { intervalMs: 3_600_000 }, { onRound: () => void rounds++, onError: (e) => assert.fail(String(e)) });
     (ctx.commitObservers ??= []).push(() => loop.poke());
     try {
+      await installationSigner(ctx); // the key's activation (a leaf too: the key log is a chain of the log) before the commits
       await loop.idle();
       const started = performance.now();
       await Promise.all(
@@ -27,9 +29,9 @@ describe('transparency log loop', () => {
       );
       await loop.idle();
       // A poke may land after idle() resolved for a commit of the last group: wait for the log to catch up.
-      for (let i = 0; i < 100 && (await readLogState(ctx)).size < 20; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 300 && (await readLogState(ctx)).size < 21; i++) await new Promise((r) => setTimeout(r, 10));
       const state = await readLogState(ctx);
-      assert.equal(state.size, 20);
+      assert.equal(state.size, 21, '20 creations and the key activation');
       assert.ok(state.checkpoint, 'signed');
       assert.ok(rounds >= 1 && rounds < 20, `${rounds} rounds for 20 commits (coalesced)`);
       assert.ok(performance.now() - started < 5_000);
@@ -72,6 +74,7 @@ describe('transparency log loop', () => {
     const loop = startLogLoop(ctx, { intervalMs: 3_600_000, batchMs: 100 }, { onRound: () => void rounds++ });
     (ctx.commitObservers ??= []).push(() => loop.poke());
     try {
+      await installationSigner(ctx); // the key's activation (a leaf too: the key log is a chain of the log) before the commits
       await loop.idle();
       const started = performance.now();
       let n = 0;

@@ -8,6 +8,8 @@ import { it } from 'node:test';
 import fc from 'fast-check';
 import { commitAudited, readHead } from '../../../src/audit/chain.ts';
 import { loadChain } from '../../../src/audit/history.ts';
+import { chainEntries as logEntries } from '../../../src/audit/tlog/chain-entries.ts';
+import { installationLogIds } from '../../../src/audit/tlog/chains.ts';
 import { openCheckpoint } from '../../../src/audit/tlog/checkpoint.ts';
 import { acquireLease } from '../../../src/audit/tlog/lease.ts';
 import { HEAD_QUEUE_MAX, headQueue, isMarker, markerKey, pendingMarkersOf } from '../../../src/audit/tlog/markers.ts';
@@ -46,10 +48,12 @@ async function append(ctx: ServiceContext, id: string, n: number): Promise<void>
   await commitAudited(ctx, { [id]: await readHead(ctx, id) }, bulkAuditPlan(id, n, 'n'));
 }
 
-/** Every chain entry of `ids` as `artifact:seq` → hash. */
+/** Every chain entry of `ids` and of the installation logs (the key log: the key's activation) as `chain:seq` → hash. */
 async function chainEntries(ctx: ServiceContext, ids: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const id of ids) for (const e of (await loadChain(ctx, id)).entries) out.set(`${id}:${e.seq as number}`, e.hash as string);
+  for (const id of installationLogIds())
+    for (const [seq, e] of (await logEntries(ctx, id)).bySeq) out.set(`${id}:${seq}`, e.hash as string);
   return out;
 }
 
@@ -85,6 +89,7 @@ export function sequencerSuite(h: SequencerHarness): void {
   it(`${h.name}: every audit transaction queues its entries on its HEAD and flags it; a full queue moves to a pending marker; a round replaces them by locators and signs a checkpoint`, async () => {
     const { ctx, close } = await h.open();
     try {
+      await installationSigner(ctx); // the key's activation: entry 1 of the key log, a chain of the log too
       const a = await newArtifact(ctx, 'one');
       const b = await newArtifact(ctx, 'two');
       await append(ctx, a, 3);
@@ -102,14 +107,14 @@ export function sequencerSuite(h: SequencerHarness): void {
       assert.equal(m.GSI1PK, undefined, 'a pending marker has no index entry: its HEAD is flagged instead');
       await append(ctx, a, 1); // queued again
       const r = await round(ctx);
-      assert.equal(r.appended, 5 + HEAD_QUEUE_MAX + 1);
-      assert.equal(r.size, 5 + HEAD_QUEUE_MAX + 1);
+      assert.equal(r.appended, 5 + HEAD_QUEUE_MAX + 1 + 1);
+      assert.equal(r.size, 5 + HEAD_QUEUE_MAX + 1 + 1);
       const expected = await chainEntries(ctx, [a, b]);
       await assertLogHolds(ctx, expected);
       const signer = await installationSigner(ctx);
       assert.ok(r.checkpoint);
       const cp = openCheckpoint(r.checkpoint, verifierOf(signer), signer.name);
-      assert.equal(cp.size, 5 + HEAD_QUEUE_MAX + 1);
+      assert.equal(cp.size, 5 + HEAD_QUEUE_MAX + 1 + 1);
       assert.ok(hashesEqual(cp.root, (await readLogState(ctx)).root));
       const locator = await ctx.items.get(markerKey(a, 1), { consistent: true });
       assert.ok(isMarker(locator) && typeof locator.leaf_index === 'number', 'one locator for the chain');
@@ -121,7 +126,7 @@ export function sequencerSuite(h: SequencerHarness): void {
       assert.equal(again.appended, 0);
       assert.equal(again.checkpoint, r.checkpoint);
       await append(ctx, b, 2);
-      assert.equal((await round(ctx)).size, 5 + HEAD_QUEUE_MAX + 1 + 2);
+      assert.equal((await round(ctx)).size, 5 + HEAD_QUEUE_MAX + 1 + 1 + 2);
       await assertLogHolds(ctx, await chainEntries(ctx, [a, b]));
     } finally {
       await close();
@@ -131,6 +136,7 @@ export function sequencerSuite(h: SequencerHarness): void {
   it(`${h.name}: a round of a holder whose lease was taken over does not commit; the new holder completes it`, async () => {
     const { ctx, close } = await h.open();
     try {
+      await installationSigner(ctx); // the key's activation entry, before the rounds
       const a = await newArtifact(ctx, 'lease');
       const old = await acquireLease(ctx, 'old', 1000);
       assert.ok(old);
@@ -140,7 +146,7 @@ export function sequencerSuite(h: SequencerHarness): void {
       assert.ok(taken && taken.token === old.token + 1);
       await assert.rejects(runRound(ctx, old), /lease was taken over/);
       const r = await runRound(ctx, taken);
-      assert.equal(r.size, 1);
+      assert.equal(r.size, 2, "the artifact's creation and the key's activation");
       await assertLogHolds(ctx, await chainEntries(ctx, [a]));
     } finally {
       await close();
@@ -156,12 +162,13 @@ export function sequencerSuite(h: SequencerHarness): void {
       const b = await newArtifact(ctx, 'older');
       ctx.tlogMarkers = true;
       await append(ctx, a, 2); // a marker from seq 5 on
+      await installationSigner(ctx); // the key's activation entry, before the round
       const r = await round(ctx);
-      assert.equal(r.size, 7);
+      assert.equal(r.size, 7 + 1);
       await assertLogHolds(ctx, await chainEntries(ctx, [a, b]));
       for (const id of [a, b]) assert.deepEqual((await verifyArtifactAudit(ctx, id)).findings, [], id);
       await append(ctx, b, 1);
-      assert.equal((await round(ctx)).size, 8, 'the backfill ran once');
+      assert.equal((await round(ctx)).size, 8 + 1, 'the backfill ran once');
       await assertLogHolds(ctx, await chainEntries(ctx, [a, b]));
     } finally {
       await close();
@@ -188,7 +195,7 @@ export function sequencerSuite(h: SequencerHarness): void {
         ctx.clock.advance(60_000);
         let r = await round(ctx, 'after-restore');
         while (r.appended > 0) r = await round(ctx, 'after-restore'); // the batch marked before the backup, then the entry after
-        assert.equal(r.size, 7);
+        assert.equal(r.size, 7 + 1); // and the key's activation entry
         await assertLogHolds(ctx, await chainEntries(ctx, [a]));
         const signer = await installationSigner(ctx);
         const v = await verifyLogCheckpoint(ctx, first.checkpoint as string, verifierOf(signer));
