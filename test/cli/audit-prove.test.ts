@@ -30,5 +30,11 @@ describe('CLI: alp audit prove, local and --server (issue 20 item 1)', () => {
     assert.equal(JSON.parse(verified.stdout).log.ok, true);
     const text = (await ok(cli.remote(['audit', 'prove', 'proved', '1']), 'prove text')).stdout;
     assert.match(text, /^entry 1 of \S+ \(sha256:[0-9a-f]{64}\) is leaf \d+ of \d+\n/);
+    // The installation logs are chains of the log too: the key's activation is a leaf.
+    const key = await same(['audit', 'prove', '--log', 'keys', '1']);
+    assert.equal((key.entry as { artifact_id: string }).artifact_id, 'KEYS');
+    assert.equal(typeof key.leaf_index, 'number');
+    const wrong = await cli.remote(['audit', 'prove', '--log', 'nothing', '1']);
+    assert.equal(wrong.code, 2, wrong.stderr);
   });
 });

@@ -4,9 +4,16 @@
  * schemas live beside the routes, as the policy routes' do.
  */
 import { Type } from '@sinclair/typebox';
+import { installationLogIds } from '../../audit/tlog/chains.ts';
 import { consistencyBetween, inclusionAt, locateEntry, logCheckpoint } from '../../audit/tlog/proofs.ts';
 import { type AnyRouteDef, type Api, defineRoute } from '../define.ts';
-import { ArtifactId, Digest } from '../schemas.ts';
+import { Digest } from '../schemas.ts';
+
+/** A chain of the log: an artifact id, or an installation log's partition (audit/tlog/chains.ts). */
+const ChainId = Type.String({
+  pattern: `^(?:[0-9A-HJKMNP-TV-Z]{26}|${installationLogIds().join('|')})$`,
+  description: "the chain: an artifact id (ULID), or an installation log's partition (KEYS, TOKENS, WEBHOOKS, APPROVAL_POLICY)",
+});
 
 const closed = { additionalProperties: false } as const;
 const B64Hash = Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: 'a SHA-256 hash, base64' });
@@ -28,7 +35,7 @@ export const LogInclusion = Type.Object(
     root: B64Hash,
     leaf_hash: B64Hash,
     proof: Type.Array(B64Hash),
-    entry: Type.Object({ artifact_id: ArtifactId, seq: Type.Integer({ minimum: 1 }), hash: Digest }, closed),
+    entry: Type.Object({ artifact_id: ChainId, seq: Type.Integer({ minimum: 1 }), hash: Digest }, closed),
   },
   { ...closed, description: 'RFC 9162 §2.1.3 inclusion proof; leaf hash = SHA-256(0x00 || the entry hash’s 32 bytes)' },
 );
@@ -51,14 +58,14 @@ export const LogConsistency = Type.Object(
 );
 export const LogEntryQuery = Type.Object(
   {
-    artifact: ArtifactId,
+    artifact: ChainId,
     seq: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'the entry’s seq in its chain' }),
   },
   closed,
 );
 export const LogEntry = Type.Object(
   {
-    artifact_id: ArtifactId,
+    artifact_id: ChainId,
     seq: Type.Integer({ minimum: 1 }),
     hash: Digest,
     leaf_index: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),

@@ -48,6 +48,15 @@ export function chainRef(id: string): ChainRef {
   return { id, pk: artifactPk(id), headSk: HEAD_SK, seqAttr: 'audit_seq', installation: false };
 }
 
+/**
+ * The chain id of an installation log named on the command line (`keys`, `tokens`, `webhooks`,
+ * `approval-policy`, or its partition in any case); undefined for any other name.
+ */
+export function installationLogNamed(name: string): string | undefined {
+  const id = name.toUpperCase().replace(/-/g, '_');
+  return INSTALLATION_LOGS.has(id) ? id : undefined;
+}
+
 /** The installation logs' chain ids. */
 export const installationLogIds = (): string[] => [...INSTALLATION_LOGS.keys()];
 

@@ -1,5 +1,6 @@
 import { type Command, Option } from 'commander';
 import { parseCheckpoint, takeCheckpoint } from '../../audit/counter.ts';
+import { installationLogNamed } from '../../audit/tlog/chains.ts';
 import { parseCheckpointBody } from '../../audit/tlog/checkpoint.ts';
 import { checkpointNow } from '../../audit/tlog/checkpoint-now.ts';
 import { verifyInclusion } from '../../audit/tlog/merkle.ts';
@@ -157,6 +158,13 @@ function registerAuditChainCommands(program: Command): void {
     );
 }
 
+/** The chain id of `--log NAME`; USAGE for a name that is not an installation log. */
+function installationLog(name: string): string {
+  const id = installationLogNamed(name);
+  if (!id) throw new UsageError(`--log takes keys, tokens, webhooks or approval-policy, not ${JSON.stringify(name)}`);
+  return id;
+}
+
 /** alp audit prove ARTIFACT SEQ: where an audit entry is in the transparency log, with its inclusion proof and the checkpoint it is proved against. */
 function registerAuditProve(audit: Command): void {
   audit
@@ -164,9 +172,10 @@ function registerAuditProve(audit: Command): void {
     .description(
       "the transparency log's leaf of an audit entry (ARTIFACT id or name, SEQ its seq in the chain): leaf index, tree size, the RFC 9162 inclusion proof and the signed checkpoint whose root it reaches (works with --server)",
     )
-    .action(async (ref: string, seqText: string, _o, cmd: Command) =>
+    .option('--log', 'ARTIFACT names an installation log instead: keys, tokens, webhooks or approval-policy (its entries are leaves too)')
+    .action(async (ref: string, seqText: string, o: { log?: boolean }, cmd: Command) =>
       withBackend(cmd, async (b, opts) => {
-        const id = await resolveArtifactRef(b, ref);
+        const id = o.log ? installationLog(ref) : await resolveArtifactRef(b, ref);
         const seq = parseIntOption('SEQ', seqText, { min: 1 }) as number;
         let at = await b.logEntry(id, seq);
         // Sequenced within a round (ALP_TLOG_INTERVAL_MS) by the server, or at once by a local command.
