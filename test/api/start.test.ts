@@ -115,53 +115,61 @@ describe('alp start: the default entry point serves HTTP', () => {
   it('on SIGTERM finishes an in-flight upload within the grace period, then exits 0', async () => {
     const data = path.join(tempDir('alp-start'), 'data');
     const server = await startServerProcess(data, ['--shutdown-grace-ms', '10000']);
-    const agent = server.status.tokens.find((t) => t.kind === 'agent')?.token as string;
-    const part = Buffer.alloc(1024 * 1024, 5);
-    const up = slowUpload(`${server.url}/v1/artifacts?name=inflight&filename=f.bin`, agent, 4 * part.length);
-    await up.write(part);
-    await up.write(part);
-    // The server is streaming it (its temp file exists) when the signal comes.
-    for (let i = 0; i < 200 && tempFiles(path.join(data, 'content')).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(tempFiles(path.join(data, 'content')).length, 1);
-    server.child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 300));
-    // New connections are refused while the upload finishes.
-    await assert.rejects(fetch(`${server.url}/healthz`));
-    await up.write(part);
-    await up.write(part);
-    up.end();
-    const res = await up.response;
-    assert.ok('status' in res, JSON.stringify(res));
-    assert.equal(res.status, 201, res.body);
-    const created = JSON.parse(res.body);
-    assert.equal(created.content_hash, sha256(Buffer.concat([part, part, part, part])));
-    assert.deepEqual(await server.exited, { code: 0, signal: null });
-    // It is durable: a new server serves it.
-    const next = await startServerProcess(data);
     try {
-      const got = await fetch(`${next.url}/v1/artifacts/${created.artifact_id}/versions/1/content`, {
-        headers: { authorization: `Bearer ${agent}` },
-      });
-      assert.equal(got.status, 200);
-      assert.equal(Buffer.from(await got.arrayBuffer()).length, 4 * part.length);
+      const agent = server.status.tokens.find((t) => t.kind === 'agent')?.token as string;
+      const part = Buffer.alloc(1024 * 1024, 5);
+      const up = slowUpload(`${server.url}/v1/artifacts?name=inflight&filename=f.bin`, agent, 4 * part.length);
+      await up.write(part);
+      await up.write(part);
+      // The server is streaming it (its temp file exists) when the signal comes.
+      for (let i = 0; i < 200 && tempFiles(path.join(data, 'content')).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(tempFiles(path.join(data, 'content')).length, 1);
+      server.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300));
+      // New connections are refused while the upload finishes.
+      await assert.rejects(fetch(`${server.url}/healthz`));
+      await up.write(part);
+      await up.write(part);
+      up.end();
+      const res = await up.response;
+      assert.ok('status' in res, JSON.stringify(res));
+      assert.equal(res.status, 201, res.body);
+      const created = JSON.parse(res.body);
+      assert.equal(created.content_hash, sha256(Buffer.concat([part, part, part, part])));
+      assert.deepEqual(await server.exited, { code: 0, signal: null });
+      // It is durable: a new server serves it.
+      const next = await startServerProcess(data);
+      try {
+        const got = await fetch(`${next.url}/v1/artifacts/${created.artifact_id}/versions/1/content`, {
+          headers: { authorization: `Bearer ${agent}` },
+        });
+        assert.equal(got.status, 200);
+        assert.equal(Buffer.from(await got.arrayBuffer()).length, 4 * part.length);
+      } finally {
+        await next.stop();
+      }
     } finally {
-      await next.stop();
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL'); // a failed assertion must not leave it running
     }
   });
 
   it('on SIGTERM aborts an upload that outlasts the grace period and removes its temp file', async () => {
     const data = path.join(tempDir('alp-start'), 'data');
     const server = await startServerProcess(data, ['--shutdown-grace-ms', '300']);
-    const agent = server.status.tokens.find((t) => t.kind === 'agent')?.token as string;
-    const up = slowUpload(`${server.url}/v1/artifacts?name=stalled&filename=s.bin`, agent, 64 * 1024 * 1024);
-    await up.write(Buffer.alloc(2 * 1024 * 1024, 1));
-    for (let i = 0; i < 100 && tempFiles(path.join(data, 'content')).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(tempFiles(path.join(data, 'content')).length, 1, 'the upload is streaming into a temp file');
-    server.child.kill('SIGTERM');
-    const res = await up.response;
-    assert.ok(!('status' in res) || res.status >= 500 || res.status === 0, `the stalled upload did not complete: ${JSON.stringify(res)}`);
-    assert.deepEqual(await server.exited, { code: 0, signal: null });
-    assert.deepEqual(tempFiles(path.join(data, 'content')), []);
-    assert.match(server.stdout(), /grace period over: aborting in-flight uploads/);
+    try {
+      const agent = server.status.tokens.find((t) => t.kind === 'agent')?.token as string;
+      const up = slowUpload(`${server.url}/v1/artifacts?name=stalled&filename=s.bin`, agent, 64 * 1024 * 1024);
+      await up.write(Buffer.alloc(2 * 1024 * 1024, 1));
+      for (let i = 0; i < 100 && tempFiles(path.join(data, 'content')).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(tempFiles(path.join(data, 'content')).length, 1, 'the upload is streaming into a temp file');
+      server.child.kill('SIGTERM');
+      const res = await up.response;
+      assert.ok(!('status' in res) || res.status >= 500 || res.status === 0, `the stalled upload did not complete: ${JSON.stringify(res)}`);
+      assert.deepEqual(await server.exited, { code: 0, signal: null });
+      assert.deepEqual(tempFiles(path.join(data, 'content')), []);
+      assert.match(server.stdout(), /grace period over: aborting in-flight uploads/);
+    } finally {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL'); // a failed assertion must not leave it running
+    }
   });
 });
