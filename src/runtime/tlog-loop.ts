@@ -44,9 +44,25 @@ export interface LogLoopEvents {
   onError?(error: unknown): void;
 }
 
+/** What a node's loop has done, for /metrics (tlog-metrics.ts) and status. */
+export interface LogLoopStatus {
+  /** Rounds this node ran holding the lease (with or without leaves to append). */
+  rounds: number;
+  /** Rounds that failed (reported through onError; the next one retries). */
+  failures: number;
+  /** When this node's last round ended without an error (epoch ms, the context's clock). */
+  lastRoundAt?: number;
+  /** The log's size after that round. */
+  size?: number;
+  /** Whether this node held the lease at its last attempt (it sequences; the others wait). */
+  holding: boolean;
+}
+
 export interface LogLoop {
   /** Asks for a round soon (after an audit commit); coalesced. */
   poke(): void;
+  /** This node's rounds so far. */
+  status(): LogLoopStatus;
   /** Stops the loop, waits for the round in flight and gives the lease up. */
   stop(): Promise<void>;
   /** Resolves once no round is running or wanted (tests, benchmarks). */
@@ -80,11 +96,14 @@ export function startLogLoop(
   let soon: NodeJS.Timeout | undefined;
   let waiters: Array<() => void> = [];
 
+  const status: LogLoopStatus = { rounds: 0, failures: 0, holding: false };
   const once = async (): Promise<boolean> => {
     lastStart = performance.now();
     lease = await acquireLease(ctx, holder, leaseMs);
+    status.holding = lease !== undefined;
     if (!lease) return false;
     const result = await runRound(ctx, lease);
+    Object.assign(status, { rounds: status.rounds + 1, lastRoundAt: ctx.clock.now().getTime(), size: result.size });
     if (result.appended > 0) events.onRound?.(result);
     return result.appended >= DEFAULT_BATCH_LEAVES; // a full batch: more may be pending
   };
@@ -94,6 +113,7 @@ export function startLogLoop(
       try {
         if (await once()) wanted = true;
       } catch (e) {
+        status.failures++;
         events.onError?.(e);
       }
     }
@@ -110,6 +130,7 @@ export function startLogLoop(
   timer.unref();
   kick();
   return {
+    status: () => ({ ...status }),
     poke() {
       if (stopped || soon) return;
       // Coalesced: the commits of one event-loop turn (a SQLite group commit), and of the batchMs since

@@ -78,6 +78,16 @@ describe('alp start: the default entry point serves HTTP', () => {
     try {
       assert.equal(again.status.created, false);
       assert.deepEqual(again.status.tokens, []);
+      // Its transparency-log sequencer is on /metrics: it holds the lease and has run a round (at start).
+      let metrics = '';
+      for (let i = 0; i < 100 && !/^alp_tlog_rounds_total [1-9]/m.test(metrics); i++) {
+        metrics = (await get(`${again.url}/metrics`)).text;
+        if (!/^alp_tlog_rounds_total [1-9]/m.test(metrics)) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.match(metrics, /^alp_tlog_rounds_total [1-9]\d*$/m);
+      assert.match(metrics, /^alp_tlog_sequencer_holding 1$/m);
+      assert.match(metrics, /^alp_tlog_round_failures_total 0$/m);
+      assert.match(metrics, /^alp_tlog_leaves [1-9]\d*$/m, "the first start's entries are in the log");
     } finally {
       assert.deepEqual(await again.stop('SIGINT'), { code: 0, signal: null });
     }

@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import { buildServer, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_MS, defaultLogger } from '../../api/server.ts';
-import { startLogLoop, tlogSchedule } from '../../runtime/tlog-loop.ts';
+import { type LogLoop, startLogLoop, tlogSchedule } from '../../runtime/tlog-loop.ts';
+import { registerLogLoopMetrics } from '../../runtime/tlog-metrics.ts';
 import { webhookSettings } from '../../webhooks/config.ts';
 import { startWebhookLoop } from '../../webhooks/loop.ts';
 import { parseIntOption, type Runtime, withRuntime } from '../runtime.ts';
@@ -70,10 +71,12 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
   try {
     const hooks = webhookSettings(process.env);
     const schedule = tlogSchedule(); // a bad ALP_TLOG_INTERVAL_MS or ALP_TLOG_BATCH_MS refuses the start before anything listens
+    let tlog: LogLoop | undefined;
     const server = await buildServer(rt.ctx, {
       maxUploadBytes: o.maxUploadBytes,
       logger: defaultLogger(o.logLevel),
       version: ALP_VERSION,
+      metricsCollectors: [(registry) => registerLogLoopMetrics(registry, () => tlog?.status())],
     });
     let url: string;
     try {
@@ -94,16 +97,17 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
       },
     );
     // The transparency log's sequencer: a round every ALP_TLOG_INTERVAL_MS and shortly after commits.
-    const tlog = startLogLoop(rt.ctx, schedule, {
+    tlog = startLogLoop(rt.ctx, schedule, {
       onError: (err) => server.app.log.warn({ err }, 'transparency log round failed; retrying at the next interval'),
     });
     const observers = (rt.ctx.commitObservers ??= []);
-    observers.push(() => tlog.poke());
+    const loop = tlog;
+    observers.push(() => loop.poke());
     const signal = await signalled;
     server.app.log.info({ signal }, 'signal received');
     await webhooks.stop();
     // The sequencer's round in flight ends beside the shutdown, never delaying the refusal of new connections.
-    const tlogStopped = tlog.stop();
+    const tlogStopped = loop.stop();
     await server.shutdown(o.shutdownGraceMs);
     await tlogStopped;
   } finally {

@@ -1,10 +1,12 @@
 /** The server's transparency-log loop (issue 20 item 2): a round shortly after commits (coalesced), and on the interval. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Registry } from 'prom-client';
 import { readLogState } from '../../../src/audit/tlog/state.ts';
 import { createArtifact } from '../../../src/lifecycle/artifacts.ts';
 import { attachAuditSinks } from '../../../src/runtime/sinks.ts';
 import { startLogLoop, tlogBatchMs, tlogIntervalMs } from '../../../src/runtime/tlog-loop.ts';
+import { registerLogLoopMetrics } from '../../../src/runtime/tlog-metrics.ts';
 import { initInstallation } from '../../../src/system/installation.ts';
 import { installationSigner } from '../../../src/system/installation-key.ts';
 import { runAlp } from '../../helpers/cli.ts';
@@ -35,9 +37,38 @@ describe('transparency log loop', () => {
       assert.ok(state.checkpoint, 'signed');
       assert.ok(rounds >= 1 && rounds < 20, `${rounds} rounds for 20 commits (coalesced)`);
       assert.ok(performance.now() - started < 5_000);
+      // What /metrics shows of it (tlog-metrics.ts), through prom-client's own registry.
+      const status = loop.status();
+      assert.deepEqual([status.failures, status.holding, status.size], [0, true, 21]);
+      assert.ok(status.rounds >= rounds && (status.lastRoundAt ?? 0) > 0);
+      const registry = new Registry();
+      registerLogLoopMetrics(registry, () => loop.status());
+      const text = await registry.metrics();
+      assert.match(text, new RegExp(`^alp_tlog_rounds_total ${status.rounds}$`, 'm'));
+      assert.match(text, /^alp_tlog_round_failures_total 0$/m);
+      assert.match(text, /^alp_tlog_sequencer_holding 1$/m);
+      assert.match(text, /^alp_tlog_leaves 21$/m);
+      assert.match(text, /^alp_tlog_last_round_timestamp_seconds \d+(\.\d+)?$/m);
     } finally {
       await loop.stop();
       await ctx.items.close();
+    }
+  });
+
+  it('counts a failed round in its status (and alp_tlog_round_failures_total), and keeps going', async () => {
+    const ctx = await embeddedContext();
+    await initInstallation(ctx);
+    const errors: unknown[] = [];
+    const loop = startLogLoop(ctx, { intervalMs: 10 }, { onError: (e) => errors.push(e) });
+    try {
+      await loop.idle();
+      assert.equal(loop.status().failures, 0);
+      await ctx.items.close(); // every round from now on fails
+      for (let i = 0; i < 300 && loop.status().failures < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(loop.status().failures >= 2, 'rounds fail and the loop keeps trying');
+      assert.equal(errors.length, loop.status().failures);
+    } finally {
+      await loop.stop();
     }
   });
 
