@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { UsageError } from './errors.ts';
+import { InvalidInput, UsageError } from './errors.ts';
 
 export type MetadataConfig =
   | { engine: 'sqlite'; path: string; synchronous?: 'FULL' | 'NORMAL' }
@@ -15,6 +15,28 @@ export interface StorageConfig {
 }
 
 export const DEFAULT_DATA_DIR = './alp-data';
+
+/**
+ * A setting from the environment that must be a whole number within [min, max] (default 0 … 2^53 − 1):
+ * `fallback` when unset or empty, INVALID naming it otherwise — a server reads its settings before it
+ * listens, so a typo refuses the start instead of quietly meaning the default.
+ */
+export function wholeNumberFromEnv(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  range: { min?: number; max?: number; unit?: string } = {},
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const { min = 0, max = Number.MAX_SAFE_INTEGER, unit = '' } = range;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min || n > max)
+    throw new InvalidInput(
+      `${name} must be a whole number${unit ? ` of ${unit}` : ''} ${max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `${min} … ${max}`}, got ${JSON.stringify(raw)}`,
+    );
+  return n;
+}
 
 /** A tuning knob from the environment: a positive integer, or undefined (the default applies). */
 export function positiveEnv(v: string | undefined): number | undefined {

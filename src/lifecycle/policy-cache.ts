@@ -16,6 +16,7 @@
  * A node is one ItemStore instance: the cache lives beside it.
  */
 import type { Clock } from '../core/clock.ts';
+import { wholeNumberFromEnv } from '../core/config.ts';
 import type { ItemStore } from '../store/item-store.ts';
 
 export const DEFAULT_POLICY_CACHE_MS = 5_000;
@@ -73,17 +74,19 @@ export class PolicyCache<T> {
 
 const caches = new WeakMap<ItemStore, PolicyCache<unknown>>();
 
-function ttlFromEnv(): number {
-  const raw = process.env.ALP_POLICY_CACHE_MS;
-  const n = raw === undefined || raw === '' ? DEFAULT_POLICY_CACHE_MS : Number(raw);
-  return Number.isFinite(n) && n >= 0 ? n : DEFAULT_POLICY_CACHE_MS;
+/**
+ * ALP_POLICY_CACHE_MS: a whole number of ms ≥ 0 (default 5,000); INVALID otherwise — a server reads it
+ * before it listens (a typo must not quietly mean the default).
+ */
+export function policyCacheMsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  return wholeNumberFromEnv(env, 'ALP_POLICY_CACHE_MS', DEFAULT_POLICY_CACHE_MS, { unit: 'ms' });
 }
 
 /** The node's policy cache (one per ItemStore instance), created with the environment's TTL on first use. */
 export function policyCacheOf<T>(items: ItemStore): PolicyCache<T> {
   let cache = caches.get(items);
   if (!cache) {
-    cache = new PolicyCache<unknown>(ttlFromEnv());
+    cache = new PolicyCache<unknown>(policyCacheMsFromEnv());
     caches.set(items, cache);
   }
   return cache as PolicyCache<T>;

@@ -21,6 +21,7 @@
  * A node is one ItemStore instance (a process opens one per installation): the cache lives beside it.
  */
 import type { Clock } from '../core/clock.ts';
+import { wholeNumberFromEnv } from '../core/config.ts';
 import type { ItemStore } from '../store/item-store.ts';
 import type { Principal } from './model.ts';
 
@@ -141,17 +142,11 @@ export class TokenCache {
   }
 }
 
-function nonNegativeInt(name: string, raw: string | undefined, fallback: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${name} must be a whole number ≥ 0, got ${raw}`);
-  return n;
-}
-
+/** ALP_TOKEN_CACHE_MS and ALP_TOKEN_CACHE_MAX: whole numbers ≥ 0; INVALID otherwise (a server reads them before it listens). */
 export function tokenCacheOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): TokenCacheOptions {
   return {
-    ttlMs: nonNegativeInt('ALP_TOKEN_CACHE_MS', env.ALP_TOKEN_CACHE_MS, DEFAULT_TOKEN_CACHE_MS),
-    maxEntries: nonNegativeInt('ALP_TOKEN_CACHE_MAX', env.ALP_TOKEN_CACHE_MAX, DEFAULT_TOKEN_CACHE_MAX),
+    ttlMs: wholeNumberFromEnv(env, 'ALP_TOKEN_CACHE_MS', DEFAULT_TOKEN_CACHE_MS, { unit: 'ms' }),
+    maxEntries: wholeNumberFromEnv(env, 'ALP_TOKEN_CACHE_MAX', DEFAULT_TOKEN_CACHE_MAX),
   };
 }
 

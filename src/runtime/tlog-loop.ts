@@ -9,7 +9,7 @@
 
 import { acquireLease, DEFAULT_LEASE_MS, defaultHolder, type Lease, releaseLease } from '../audit/tlog/lease.ts';
 import { DEFAULT_BATCH_LEAVES, type RoundResult, runRound } from '../audit/tlog/sequencer.ts';
-import { InvalidInput } from '../core/errors.ts';
+import { wholeNumberFromEnv } from '../core/config.ts';
 import type { ServiceContext } from '../system/context.ts';
 
 export const DEFAULT_TLOG_INTERVAL_MS = 1000;
@@ -26,17 +26,7 @@ export const DEFAULT_TLOG_BATCH_MS = 1000;
 
 /** ALP_TLOG_BATCH_MS (default 1,000 ms): 0 … 10,000 ms between rounds asked for by commits. */
 export function tlogBatchMs(env: NodeJS.ProcessEnv = process.env): number {
-  return msFromEnv(env, 'ALP_TLOG_BATCH_MS', DEFAULT_TLOG_BATCH_MS, 0, 10_000);
-}
-
-/** A whole number of milliseconds from `env[name]` within [min, max], `fallback` when unset; INVALID otherwise. */
-function msFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min || n > max)
-    throw new InvalidInput(`${name} must be ${min}–${max} ms, got ${JSON.stringify(raw)}`);
-  return n;
+  return wholeNumberFromEnv(env, 'ALP_TLOG_BATCH_MS', DEFAULT_TLOG_BATCH_MS, { min: 0, max: 10_000, unit: 'ms' });
 }
 
 export interface LogLoopEvents {
@@ -71,7 +61,7 @@ export interface LogLoop {
 
 /** ALP_TLOG_INTERVAL_MS (default 1,000 ms): a whole number of milliseconds, 10 … 3,600,000. */
 export function tlogIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
-  return msFromEnv(env, 'ALP_TLOG_INTERVAL_MS', DEFAULT_TLOG_INTERVAL_MS, 10, 3_600_000);
+  return wholeNumberFromEnv(env, 'ALP_TLOG_INTERVAL_MS', DEFAULT_TLOG_INTERVAL_MS, { min: 10, max: 3_600_000, unit: 'ms' });
 }
 
 /** Both settings of the loop, read (and refused when wrong) together: a server reads them before it listens. */

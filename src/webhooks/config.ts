@@ -3,7 +3,7 @@
  * `alp webhooks deliver`): ALP_WEBHOOK_TIMEOUT_MS, ALP_WEBHOOK_BACKOFF_BASE_MS, ALP_WEBHOOK_BACKOFF_MAX_MS,
  * ALP_WEBHOOK_DISABLE_AFTER, ALP_WEBHOOK_LOG_RETENTION_MS, ALP_WEBHOOK_POLL_MS, ALP_PUBLIC_URL.
  */
-import { InvalidInput } from '../core/errors.ts';
+import { wholeNumberFromEnv } from '../core/config.ts';
 
 export interface WebhookSettings {
   /** Bound on one HTTP request, connect to last byte of the answer. */
@@ -43,14 +43,7 @@ const NUMERIC: Array<[keyof Omit<WebhookSettings, 'apiBase'>, string, number, nu
 /** The settings: defaults, then the environment; `apiBase` given by the caller (the server's URL) unless ALP_PUBLIC_URL says. */
 export function webhookSettings(env: NodeJS.ProcessEnv = process.env, apiBase = ''): WebhookSettings {
   const out: WebhookSettings = { ...DEFAULT_WEBHOOK_SETTINGS, apiBase };
-  for (const [key, name, min, max] of NUMERIC) {
-    const raw = env[name];
-    if (raw === undefined || raw === '') continue;
-    const n = Number(raw);
-    if (!/^\d{1,12}$/.test(raw) || n < min || n > max)
-      throw new InvalidInput(`${name} must be a whole number between ${min} and ${max}, got ${JSON.stringify(raw)}`);
-    out[key] = n;
-  }
+  for (const [key, name, min, max] of NUMERIC) out[key] = wholeNumberFromEnv(env, name, out[key], { min, max });
   const pub = env.ALP_PUBLIC_URL;
   if (pub) out.apiBase = pub.replace(/\/+$/, '');
   return out;

@@ -10,6 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { sha256 } from '../../src/core/digest.ts';
+import { runAlp } from '../helpers/cli.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { startServerProcess } from './server-process.ts';
 
@@ -120,6 +121,23 @@ describe('alp start: the default entry point serves HTTP', () => {
     assert.match(out, /serving: {2}http:\/\/127\.0\.0\.1:\d+/);
     assert.match(out, /human {2}os:\S+ +alp_\S+/);
     assert.match(out, /agent {2}agent +alp_\S+/);
+  });
+
+  it('refuses a malformed numeric setting before it listens (usage, naming it), not a server that fails later', {
+    timeout: 120_000,
+  }, async () => {
+    for (const env of [
+      { ALP_POLICY_CACHE_MS: '5s' },
+      { ALP_TOKEN_CACHE_MS: '-1' },
+      { ALP_TOKEN_CACHE_MAX: 'many' },
+      { ALP_WEBHOOK_POLL_MS: '1' },
+    ]) {
+      const name = Object.keys(env)[0] as string;
+      const r = await runAlp(['start', '--data', path.join(tempDir('alp-start-env'), 'data'), '--port', '0'], { env });
+      assert.equal(r.code, 2, `${name}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`${name} must be a whole number`));
+      assert.doesNotMatch(r.stdout, /listening|http:\/\//);
+    }
   });
 
   it('on SIGTERM finishes an in-flight upload within the grace period, then exits 0', async () => {

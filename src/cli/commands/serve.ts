@@ -1,5 +1,7 @@
 import { type Command, Option } from 'commander';
 import { buildServer, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_MS, defaultLogger } from '../../api/server.ts';
+import { policyCacheMsFromEnv } from '../../lifecycle/policy-cache.ts';
+import { tokenCacheOptionsFromEnv } from '../../lifecycle/token-cache.ts';
 import { type LogLoop, startLogLoop, tlogSchedule } from '../../runtime/tlog-loop.ts';
 import { registerLogLoopMetrics } from '../../runtime/tlog-metrics.ts';
 import { webhookSettings } from '../../webhooks/config.ts';
@@ -71,6 +73,9 @@ export async function serveUntilSignal(rt: Runtime, o: ServeOptions, announce: (
   try {
     const hooks = webhookSettings(process.env);
     const schedule = tlogSchedule(); // a bad ALP_TLOG_INTERVAL_MS or ALP_TLOG_BATCH_MS refuses the start before anything listens
+    // So do the caches' settings: read at first use, a bad one would fail every request instead.
+    tokenCacheOptionsFromEnv();
+    policyCacheMsFromEnv();
     let tlog: LogLoop | undefined;
     const server = await buildServer(rt.ctx, {
       maxUploadBytes: o.maxUploadBytes,
